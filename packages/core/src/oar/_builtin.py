@@ -1,0 +1,21 @@
+"""Core's own plugin: registers the cpu backend and core's ops through the same hooks as any
+third-party plugin (``oar.hookspecs``)."""
+
+from __future__ import annotations
+
+from oar.plugins import hookimpl
+
+
+@hookimpl
+def oar_register_backends(backends):
+    from oar._core.dispatch import CPUBackend
+
+    backends.register("cpu", CPUBackend())
+
+
+@hookimpl
+def oar_register_ops(ops):
+    from oar._ops import ALL_OPS
+
+    for op in ALL_OPS:
+        ops.add(op)
