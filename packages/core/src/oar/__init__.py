@@ -40,26 +40,15 @@ from oar._core.dtypes import (  # noqa: E402
 )
 from oar._core.dtypes import bool_ as bool  # noqa: E402,A001 - Paddle's name: oar.bool
 from oar._core.tensor import CPUPlace, CUDAPlace, Place, Tensor, to_tensor  # noqa: E402
-from oar._ops.creation import arange, ones, zeros  # noqa: E402
-from oar._ops.elementwise import (  # noqa: E402
-    add,
-    cast,
-    divide,
-    equal,
-    exp,
-    greater_equal,
-    greater_than,
-    less_equal,
-    less_than,
-    log,
-    multiply,
-    neg,
-    not_equal,
-    subtract,
-    tanh,
-)
-from oar._ops.reduction import mean, sum  # noqa: E402,A004
-from oar._ops.shape import broadcast_to, reshape  # noqa: E402
+
+# The public functions of each op family: each module's ``__all__`` is its chosen public list.
+from oar._ops.creation import *  # noqa: E402,F403
+from oar._ops.elementwise import *  # noqa: E402,F403
+from oar._ops.indexing import *  # noqa: E402,F403
+from oar._ops.linalg import *  # noqa: E402,F403
+from oar._ops.random import *  # noqa: E402,F403
+from oar._ops.reduction import *  # noqa: E402,F403
+from oar._ops.shape import *  # noqa: E402,F403
 
 # Subpackages and conveniences that load on first use; the value names the distribution that
 # provides them, so a missing one says what to install.

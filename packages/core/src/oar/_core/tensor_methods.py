@@ -1,15 +1,15 @@
 """Binds Tensor methods and operators to the public op functions: ``x.exp()`` is ``oar.exp(x)``.
 
-One table, so a reader sees every method a Tensor has and which function it calls.
+Operators are listed here; each op family lists its named methods in its ``METHODS`` table.
 """
 
 from __future__ import annotations
 
 from oar._core.tensor import Tensor
-from oar._ops import elementwise, reduction, shape
+from oar._ops import FAMILIES, elementwise
 from oar._ops._common import binary_operands, dispatch
 
-E, R, S = elementwise, reduction, shape
+E = elementwise
 
 
 def _reflected(fn):
@@ -29,8 +29,7 @@ def _bin(op):
     return method
 
 
-METHODS = {
-    # operators
+OPERATORS = {
     "__add__": _bin(E.add_op),
     "__radd__": _reflected(E.add),
     "__sub__": _bin(E.subtract_op),
@@ -46,32 +45,14 @@ METHODS = {
     "__le__": E.less_equal,
     "__gt__": E.greater_than,
     "__ge__": E.greater_equal,
-    # methods
-    "astype": E.cast,
-    "cast": E.cast,
-    "add": E.add,
-    "subtract": E.subtract,
-    "multiply": E.multiply,
-    "divide": E.divide,
-    "neg": E.neg,
-    "exp": E.exp,
-    "log": E.log,
-    "tanh": E.tanh,
-    "equal": E.equal,
-    "not_equal": E.not_equal,
-    "less_than": E.less_than,
-    "less_equal": E.less_equal,
-    "greater_than": E.greater_than,
-    "greater_equal": E.greater_equal,
-    "sum": R.sum,
-    "mean": R.mean,
-    "reshape": S.reshape,
-    "broadcast_to": S.broadcast_to,
 }
 
 
 def bind_methods() -> None:
-    for name, fn in METHODS.items():
+    for family in FAMILIES:
+        for name, fn in family.METHODS.items():
+            setattr(Tensor, name, fn)
+    for name, fn in OPERATORS.items():
         setattr(Tensor, name, fn)
 
 

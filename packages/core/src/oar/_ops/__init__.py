@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
-from oar._ops import creation, elementwise, reduction, shape
+from oar._ops import creation, elementwise, indexing, linalg, random, reduction, shape
 
-ALL_OPS = [*elementwise.OPS, *reduction.OPS, *shape.OPS, *creation.OPS]
+FAMILIES = (creation, elementwise, reduction, shape, indexing, linalg, random)
+ALL_OPS = [op for family in FAMILIES for op in family.OPS]

@@ -56,3 +56,5 @@ def arange(start=0, end=None, step=1, dtype=None, name=None) -> Tensor:
 
 
 __all__ = ["zeros", "ones", "arange"]
+
+METHODS: dict = {}

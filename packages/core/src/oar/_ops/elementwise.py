@@ -276,3 +276,10 @@ __all__ = [
     "cast", "add", "subtract", "multiply", "divide", "neg", "exp", "log", "tanh", "equal",
     "not_equal", "less_than", "less_equal", "greater_than", "greater_equal",
 ]
+
+METHODS = {
+    "astype": cast, "cast": cast, "add": add, "subtract": subtract, "multiply": multiply,
+    "divide": divide, "neg": neg, "exp": exp, "log": log, "tanh": tanh, "equal": equal,
+    "not_equal": not_equal, "less_than": less_than, "less_equal": less_equal,
+    "greater_than": greater_than, "greater_equal": greater_equal,
+}

@@ -106,3 +106,5 @@ def mean(x, axis=None, keepdim=False, name=None) -> Tensor:
 
 OPS = [sum_op, mean_op]
 __all__ = ["sum", "mean"]
+
+METHODS = {"sum": sum, "mean": mean}

@@ -110,3 +110,5 @@ def broadcast_to(x, shape, name=None) -> Tensor:
 
 OPS = [reshape_op, broadcast_to_op]
 __all__ = ["reshape", "broadcast_to"]
+
+METHODS = {"reshape": reshape, "broadcast_to": broadcast_to}

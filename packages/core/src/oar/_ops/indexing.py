@@ -1,0 +1,7 @@
+"""Indexing ops."""
+
+from __future__ import annotations
+
+OPS: list = []
+METHODS: dict = {}
+__all__: list[str] = []
