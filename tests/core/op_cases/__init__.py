@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import importlib
 
-FAMILIES = ("creation", "elementwise", "reduction", "shape", "indexing", "linalg", "random")
+FAMILIES = ("creation", "elementwise", "reduction", "shape", "indexing", "linalg", "random", "assign")
 
 
 def all_cases():

@@ -39,12 +39,14 @@ from oar._core.dtypes import (  # noqa: E402
     uint8,
 )
 from oar._core.dtypes import bool_ as bool  # noqa: E402,A001 - Paddle's name: oar.bool
-from oar._core.tensor import CPUPlace, CUDAPlace, Place, Tensor, to_tensor  # noqa: E402
+from oar._core.tensor import CPUPlace, CUDAPlace, Place, Tensor, set_printoptions, to_tensor  # noqa: E402
 
 # The public functions of each op family: each module's ``__all__`` is its chosen public list.
+from oar._ops.assign import *  # noqa: E402,F403
 from oar._ops.creation import *  # noqa: E402,F403
 from oar._ops.elementwise import *  # noqa: E402,F403
 from oar._ops.indexing import *  # noqa: E402,F403
+from oar._ops.inplace import *  # noqa: E402,F403
 from oar._ops.linalg import *  # noqa: E402,F403
 from oar._ops.random import *  # noqa: E402,F403
 from oar._ops.reduction import *  # noqa: E402,F403

@@ -13,7 +13,10 @@ version changed raises ``GradientError`` instead of computing a wrong gradient.
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Sequence
+
+import numpy as np
 
 from oar._core import dispatch as _dispatch
 from oar.errors import GradientError
@@ -23,7 +26,7 @@ class Node:
     """The record of one op call, and the ``ctx`` its gradient rule receives."""
 
     __slots__ = (
-        "op", "attrs", "_inputs", "_in_versions", "_out_data", "_out_vcs", "out_meta",
+        "op", "attrs", "_inputs", "_edges", "_in_versions", "_out_data", "_out_vcs", "out_meta",
         "hooks", "retained", "released", "needs_input_grad", "backend",
     )
 
@@ -31,14 +34,17 @@ class Node:
         self.op = op
         self.attrs = attrs
         self._inputs = inputs
-        self._in_versions = tuple(_version_of(t) for t in inputs)
+        # Where each input's gradient goes, fixed now: an in-place op may later rebind the tensor.
+        # (List comprehensions, not generators: this runs on every recorded op call.)
+        self._edges = tuple([_edge(t) for t in inputs])
+        self._in_versions = tuple([_version_of(t) for t in inputs])
         self._out_data = out_data
         self._out_vcs = out_vcs
-        self.out_meta = tuple((o.shape, o.dtype) for o in out_data)
+        self.out_meta = tuple([(o.shape, o.dtype) for o in out_data])
         self.hooks = None  # {output index: [hook, ...]} for non-leaf tensors
         self.retained = None  # {output index: tensor} for retain_grads()
         self.released = False
-        self.needs_input_grad = tuple(not t.stop_gradient for t in inputs)
+        self.needs_input_grad = tuple([not t.stop_gradient for t in inputs])
         self.backend = backend
 
     # -- what a gradient rule reads --------------------------------------------------------
@@ -46,15 +52,26 @@ class Node:
     def inputs(self) -> tuple:
         """The input tensors, checked not to have been modified in place since the forward."""
         self._check_alive()
-        for i, (t, saved) in enumerate(zip(self._inputs, self._in_versions)):
-            if t._vc is not None and t._vc[0] != saved:
-                raise GradientError(
-                    f"op {self.op.name!r} needs its input {i} (shape {list(t._data.shape)}, "
-                    f"{t.dtype.name}) for the backward pass, but that tensor was modified in place "
-                    f"after the forward (version {saved} -> {t._vc[0]}); call .clone() before the "
-                    f"in-place op"
-                )
+        for i in range(len(self._inputs)):
+            self._check_version(i)
         return self._inputs
+
+    def input(self, i: int):
+        """Input ``i`` alone, checked as ``inputs`` are: a rule that needs only some inputs reads
+        them this way, so an in-place change of an input it does not read is no error."""
+        self._check_alive()
+        self._check_version(i)
+        return self._inputs[i]
+
+    def _check_version(self, i: int) -> None:
+        t, saved = self._inputs[i], self._in_versions[i]
+        if t._vc is not None and t._vc[0] != saved:
+            raise GradientError(
+                f"op {self.op.name!r} needs its input {i} (shape {list(t._data.shape)}, "
+                f"{t.dtype.name}) for the backward pass, but that tensor was modified in place "
+                f"after the forward (version {saved} -> {t._vc[0]}); call .clone() before the "
+                f"in-place op"
+            )
 
     @property
     def in_shapes(self) -> tuple:
@@ -75,7 +92,8 @@ class Node:
                     f"tensor was modified in place after the forward; call .clone() before the "
                     f"in-place op"
                 )
-            outs.append(Tensor._wrap(data, self.backend, False, self, i, vc))
+            # Integer and bool outputs never carry a gradient, here as when the op ran.
+            outs.append(Tensor._wrap(data, self.backend, data.dtype.kind not in "fc", self, i, vc))
         return tuple(outs)
 
     @property
@@ -91,16 +109,19 @@ class Node:
             )
 
     def release(self) -> None:
-        self._inputs = tuple(_Released(t) for t in self._inputs)
+        self._inputs = self._edges
         self._out_data = ()
         self.released = True
+        release_op = getattr(self.op, "release", None)  # a PyLayer frees what its ctx saved
+        if release_op is not None:
+            release_op()
 
     def __repr__(self) -> str:
         return f"<Node {self.op.name}>"
 
 
 class _Released:
-    """Stands in for an input after its node ran: keeps the graph edge, frees the data."""
+    """A graph edge without the data: where an input's gradient goes (its node and output slot)."""
 
     __slots__ = ("_node", "_out_index", "stop_gradient")
 
@@ -108,6 +129,19 @@ class _Released:
         self._node = t._node
         self._out_index = t._out_index
         self.stop_gradient = t.stop_gradient
+
+
+def _edge(t):
+    """The edge to input ``t`` as it is now. A leaf that needs a gradient is its own edge (its
+    ``.grad`` is filled; an in-place op cannot rebind it while grad is enabled)."""
+    if t._node is None:
+        # Constants (the scalar of ``x * 2.0``) all share one edge: no allocation per op call.
+        return _CONSTANT_EDGE if t.stop_gradient else t
+    return _Released(t)
+
+
+_CONSTANT_EDGE = object.__new__(_Released)
+_CONSTANT_EDGE._node, _CONSTANT_EDGE._out_index, _CONSTANT_EDGE.stop_gradient = None, 0, True
 
 
 def _version_of(t) -> int:
@@ -130,38 +164,68 @@ def _set_grad_enabled(mode: bool) -> bool:
     return previous
 
 
-class _GradModeContext:
-    """Base of ``no_grad``/``enable_grad``/``set_grad_enabled``: context manager and decorator."""
-
-    _mode = True
-
-    def __enter__(self):
-        self._previous = _set_grad_enabled(self._mode)
-        return self
-
-    def __exit__(self, *exc):
-        _set_grad_enabled(self._previous)
-        return False
-
-    def __call__(self, fn):
-        mode = self._mode
+def _decorate(mode: bool, fn):
+    """``fn`` run with grad mode ``mode``; a generator keeps the mode while it runs, as in Paddle."""
+    if inspect.isgeneratorfunction(fn):
 
         @functools.wraps(fn)
-        def wrapper(*args, **kwargs):
+        def generator(*args, **kwargs):
             previous = _set_grad_enabled(mode)
             try:
-                return fn(*args, **kwargs)
+                return (yield from fn(*args, **kwargs))
             finally:
                 _set_grad_enabled(previous)
 
-        return wrapper
+        return generator
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        previous = _set_grad_enabled(mode)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            _set_grad_enabled(previous)
+
+    return wrapper
 
 
-class no_grad(_GradModeContext):
+class _GradModeContext:
+    """Base of ``no_grad`` and ``enable_grad``: a context manager and a decorator.
+
+    One object may be entered again while it is active (a decorated recursive function), so the
+    modes to restore are a stack.
+    """
+
+    _mode = True
+
+    def __new__(cls, func=None):
+        if func is not None:  # used bare: ``@oar.no_grad``
+            if not callable(func):
+                raise TypeError(f"{cls.__name__}() takes no arguments (got {type(func).__name__})")
+            return _decorate(cls._mode, func)
+        return super().__new__(cls)
+
+    def __init__(self, func=None):
+        self._previous: list[bool] = []
+
+    def __enter__(self):
+        self._previous.append(_set_grad_enabled(self._mode))
+        return self
+
+    def __exit__(self, *exc):
+        _set_grad_enabled(self._previous.pop())
+        return False
+
+    def __call__(self, fn):
+        return _decorate(self._mode, fn)
+
+
+class no_grad(_GradModeContext):  # noqa: N801 - Paddle's name
     """Run without recording the tape; a context manager and a decorator.
 
     >>> import oar
-    >>> x = oar.ones([2], stop_gradient=False)
+    >>> x = oar.ones([2])
+    >>> x.stop_gradient = False
     >>> with oar.no_grad():
     ...     y = x * 2
     >>> y.stop_gradient
@@ -171,21 +235,38 @@ class no_grad(_GradModeContext):
     _mode = False
 
 
-class enable_grad(_GradModeContext):
+class enable_grad(_GradModeContext):  # noqa: N801 - Paddle's name
     """Record the tape again inside a ``no_grad`` block; a context manager and a decorator."""
 
     _mode = True
 
 
-class set_grad_enabled(_GradModeContext):
-    """``with oar.set_grad_enabled(False): ...`` turns recording on or off."""
+class set_grad_enabled:  # noqa: N801 - Paddle's name
+    """Turn recording on or off: at once when called, until the end of a ``with`` block.
+
+    >>> import oar
+    >>> with oar.set_grad_enabled(False):
+    ...     oar.is_grad_enabled()
+    False
+    >>> oar.is_grad_enabled()
+    True
+    """
 
     def __init__(self, mode: bool):
-        self._mode = bool(mode)
-        self._previous = _set_grad_enabled(self._mode)  # also works as a plain function call
+        self.mode = bool(mode)
+        self._previous = _set_grad_enabled(self.mode)  # also works as a plain function call
 
     def __enter__(self):
         return self
+
+    def __exit__(self, *exc):
+        _set_grad_enabled(self._previous)
+        return False
+
+    def __call__(self, fn):
+        # As a decorator it only wraps: undo the switch that construction made.
+        _set_grad_enabled(self._previous)
+        return _decorate(self.mode, fn)
 
 
 # ------------------------------------------------------------------------------------------
@@ -196,11 +277,45 @@ def _accumulate(a, b):
 
 
 def _apply_hooks(hooks, grad):
-    for hook in hooks:
+    for hook in list(hooks):  # a hook may remove itself
         result = hook(grad)
         if result is not None:
             grad = result
     return grad
+
+
+def _key(t):
+    """What identifies a tensor in the graph: its (node, output) slot, or the leaf itself."""
+    return (id(t._node), t._out_index) if t._node is not None else ("leaf", id(t))
+
+
+def _nodes_leading_to(nodes: dict, deps: dict, roots_nodes: list, targets: set) -> set:
+    """Ids of the nodes whose gradient rule must run for gradients to reach ``targets``."""
+    remaining = dict(deps)
+    order, queue = [], [n for n in roots_nodes if remaining.get(id(n), 0) == 0]
+    seen = set()
+    while queue:  # Kahn: a topological order, consumers first
+        node = queue.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        order.append(node)
+        for t in node._edges:
+            child = t._node
+            if child is None or t.stop_gradient:
+                continue
+            remaining[id(child)] -= 1
+            if remaining[id(child)] == 0:
+                queue.append(child)
+    needed: set = set()
+    for node in reversed(order):  # producers first
+        for t in node._edges:
+            if t.stop_gradient:
+                continue
+            if _key(t) in targets or (t._node is not None and id(t._node) in needed):
+                needed.add(id(node))
+                break
+    return needed
 
 
 def run_backward(
@@ -210,34 +325,37 @@ def run_backward(
     retain_graph: bool = False,
     create_graph: bool = False,
     capture: Sequence | None = None,
+    blocked: Sequence = (),
 ):
     """Propagate ``root_grads`` from ``roots`` back through the tape.
 
     Without ``capture``, gradients accumulate into the ``.grad`` of leaf tensors (``backward``).
-    With ``capture`` (a list of tensors), their gradients are returned instead and no ``.grad``
-    changes (``oar.grad``).
+    With ``capture`` (a list of tensors), their gradients are returned instead, no ``.grad``
+    changes, and only the rules on a path to a captured tensor run (``oar.grad``). No gradient
+    flows into the tensors in ``blocked``.
     """
     from oar._core.tensor import Tensor
 
     # Which (node, output) or leaf each captured tensor is.
-    capture_slots = {}
+    capture_slots: dict = {}
     if capture is not None:
         for i, t in enumerate(capture):
-            key = (id(t._node), t._out_index) if t._node is not None else ("leaf", id(t))
-            capture_slots.setdefault(key, []).append(i)
+            capture_slots.setdefault(_key(t), []).append(i)
     captured = [None] * (len(capture) if capture is not None else 0)
+    blocked_keys = {_key(t) for t in blocked}
 
     # 1. Reachable nodes and how many consumers each has among them (iterative DFS).
     deps: dict[int, int] = {}
     nodes: dict[int, Node] = {}
-    stack = [t._node for t in roots if t._node is not None]
+    root_nodes = [t._node for t in roots if t._node is not None]
+    stack = list(root_nodes)
     for n in stack:
         nodes[id(n)] = n
     while stack:
         node = stack.pop()
         if node.released:
             node._check_alive()
-        for t in node._inputs:
+        for t in node._edges:
             child = t._node
             if child is None or t.stop_gradient:
                 continue
@@ -246,12 +364,15 @@ def run_backward(
             if key not in nodes:
                 nodes[key] = child
                 stack.append(child)
+    needed = _nodes_leading_to(nodes, deps, root_nodes, set(capture_slots)) if capture is not None else None
 
     # 2. Seed the output gradients.
     buffers: dict[int, list] = {}
     leaf_grads: dict[int, list] = {}  # id -> [tensor, grad]
 
     def send(t, g):
+        if blocked_keys and _key(t) in blocked_keys:
+            return
         node = t._node
         if node is None:
             slot = leaf_grads.get(id(t))
@@ -269,7 +390,7 @@ def run_backward(
     try:
         for t, g in zip(roots, root_grads):
             send(t, g)
-        ready = [n for n in (t._node for t in roots if t._node is not None) if deps.get(id(n), 0) == 0]
+        ready = [n for n in root_nodes if deps.get(id(n), 0) == 0]
         seen_ready = set()
 
         # 3. Run gradient rules in topological order.
@@ -282,21 +403,26 @@ def run_backward(
             if grads is None:
                 grads = [None] * len(node.out_meta)
             for i in range(len(grads)):
-                if grads[i] is not None and node.hooks and i in node.hooks:
+                if grads[i] is None:
+                    continue
+                if node.hooks and i in node.hooks:
                     grads[i] = _apply_hooks(node.hooks[i], grads[i])
-                if grads[i] is not None and node.retained and i in node.retained:
-                    kept = node.retained[i]()
-                    if kept is not None:
-                        kept._grad = _accumulate(kept._grad, grads[i].detach())
-                if capture_slots and grads[i] is not None:
+                if capture is None:
+                    if node.retained and i in node.retained:
+                        kept = node.retained[i]()
+                        if kept is not None:
+                            kept._grad = _accumulate(kept._grad, grads[i].detach())
+                elif capture_slots:
                     for j in capture_slots.get((id(node), i), ()):
                         captured[j] = grads[i]
-            inputs = node._inputs
-            if any(g is not None for g in grads) and any(node.needs_input_grad):
-                full = tuple(
-                    g if g is not None else _zeros(node, i) for i, g in enumerate(grads)
-                )
-                in_grads = node.op.grad(node, *full)
+            inputs = node._edges
+            run_rule = (
+                (needed is None or id(node) in needed)
+                and any(node.needs_input_grad)
+                and any(g is not None for g in grads)
+            )
+            if run_rule:
+                in_grads = node.op.grad(node, *_materialize(node, grads))
                 if not isinstance(in_grads, (tuple, list)):
                     in_grads = (in_grads,)
                 if len(in_grads) != len(inputs):
@@ -306,10 +432,10 @@ def run_backward(
                     )
             else:
                 in_grads = (None,) * len(inputs)
-            for t, g, needed in zip(inputs, in_grads, node.needs_input_grad):
+            for t, g, needs in zip(inputs, in_grads, node.needs_input_grad):
                 if t.stop_gradient:
                     continue
-                if g is not None and needed:
+                if g is not None and needs:
                     if not isinstance(g, Tensor):
                         raise GradientError(
                             f"the gradient rule of op {node.op.name!r} returned a "
@@ -321,7 +447,7 @@ def run_backward(
                     deps[id(child)] -= 1
                     if deps[id(child)] == 0:
                         ready.append(child)
-            if not retain_graph:
+            if not retain_graph and (needed is None or id(node) in needed):
                 node.release()
 
         # 4. Leaves: hooks, then accumulate or capture.
@@ -331,43 +457,95 @@ def run_backward(
             if capture is not None:
                 for j in capture_slots.get(("leaf", id(t)), ()):
                     captured[j] = g
+            elif t._grad is None:
+                t._grad = g if create_graph else _owned(g)
             else:
-                if not create_graph:
-                    g = g.detach()
-                t._grad = g if t._grad is None else (t._grad + g)
+                t._grad = t._grad + (g if create_graph else g.detach())
     finally:
         _set_grad_enabled(previous_mode)
     return captured
 
 
+def _materialize(node: Node, grads: list) -> list:
+    """Zeros for the outputs that got no gradient, unless the op asks for ``None`` (PyLayer)."""
+    if all(g is not None for g in grads):
+        return grads
+    if not getattr(node.op, "materialize_grads", True):
+        return grads
+    return [g if g is not None else _zeros(node, i) for i, g in enumerate(grads)]
+
+
+def _owned(g):
+    """A leaf's ``.grad``: its own writable buffer, never a view shared with another tensor.
+
+    Gradient rules may return their upstream gradient (add), a broadcast view (sum) or one array
+    for two inputs (x + y); ``.grad`` is then zeroed and updated in place by optimizers.
+    """
+    from oar._core.tensor import Tensor
+
+    data = g._data
+    if type(data) is np.ndarray:
+        data = np.array(data)  # a contiguous, writable copy
+    return Tensor._wrap(data, g._backend, True, None, 0, None)
+
+
 def _zeros(node: Node, i: int):
+    from oar._core.dispatch import BACKENDS
     from oar._core.tensor import Tensor
 
     shape, dtype = node.out_meta[i]
-    from oar._core.dispatch import BACKENDS
-
     return Tensor._wrap(BACKENDS.get(node.backend).zeros(shape, dtype), node.backend, True, None, 0, None)
 
 
-def backward(tensors, grad_tensors=None, retain_graph: bool = False) -> None:
-    """Accumulate gradients of ``tensors`` into the ``.grad`` of the leaves (``paddle.autograd.backward``)."""
+def _as_list(tensors, what: str) -> list:
     from oar._core.tensor import Tensor
 
     if isinstance(tensors, Tensor):
-        tensors = [tensors]
-    if grad_tensors is None or isinstance(grad_tensors, Tensor):
-        grad_tensors = [grad_tensors] * len(tensors) if grad_tensors is None else [grad_tensors]
+        return [tensors]
+    if isinstance(tensors, (list, tuple)):
+        return list(tensors)
+    raise TypeError(f"{what} must be a Tensor or a list of Tensors, got {type(tensors).__name__}")
+
+
+def _check_seed(fn: str, i: int, t, g) -> None:
+    from oar._core.tensor import Tensor
+
+    if not isinstance(g, Tensor):
+        raise TypeError(f"{fn}: the gradient for output {i} must be a Tensor or None, got {type(g).__name__}")
+    if list(g.shape) != list(t.shape):
+        raise GradientError(f"{fn}: the gradient for output {i} has shape {g.shape}, but the output has shape {t.shape}")
+
+
+def backward(tensors, grad_tensors=None, retain_graph: bool = False) -> None:
+    """Accumulate the gradients of ``tensors`` into the ``.grad`` of the leaves they depend on.
+
+    As ``paddle.autograd.backward``: ``grad_tensors`` holds one gradient (or None, meaning ones)
+    per tensor.
+
+    >>> import oar
+    >>> x = oar.to_tensor([1.0, 2.0], stop_gradient=False)
+    >>> oar.autograd.backward([(x * x).sum(), x.sum()])
+    >>> x.grad.tolist()
+    [3.0, 5.0]
+    """
+    tensors = _as_list(tensors, "backward: tensors")
+    if grad_tensors is None:
+        grad_tensors = [None] * len(tensors)
+    else:
+        grad_tensors = _as_list(grad_tensors, "backward: grad_tensors")
+    if len(grad_tensors) != len(tensors):
+        raise GradientError(f"backward: got {len(grad_tensors)} grad_tensors for {len(tensors)} tensors")
     roots, grads = [], []
-    for t, g in zip(tensors, grad_tensors):
+    for i, (t, g) in enumerate(zip(tensors, grad_tensors)):
         if t.stop_gradient:
             raise GradientError(
-                "backward: the tensor has stop_gradient=True, so no gradient flows from it; set "
-                "stop_gradient=False on the inputs that need gradients"
+                f"backward: tensor {i} (shape {t.shape}) has stop_gradient=True, so no gradient "
+                f"flows from it; set stop_gradient=False on the inputs that need gradients"
             )
         if g is None:
             g = _ones_like(t)
-        elif list(g.shape) != list(t.shape):
-            raise GradientError(f"backward: grad_tensor has shape {g.shape}, expected {t.shape}")
+        else:
+            _check_seed("backward", i, t, g)
         roots.append(t)
         grads.append(g)
     run_backward(roots, grads, retain_graph=retain_graph)
@@ -393,8 +571,9 @@ def grad(
 ):
     """Gradients of ``outputs`` with respect to ``inputs``, without touching ``.grad``.
 
-    As ``paddle.grad``: returns a list with one tensor per input. With ``create_graph=True`` the
-    result is itself differentiable (higher-order gradients).
+    As ``paddle.grad``: returns a list with one tensor per input (None for an unused input when
+    ``allow_unused=True``). With ``create_graph=True`` the result is itself differentiable
+    (higher-order gradients). No gradient flows through the tensors in ``no_grad_vars``.
 
     >>> import oar
     >>> x = oar.to_tensor([3.0], stop_gradient=False)
@@ -403,34 +582,36 @@ def grad(
     >>> float(dx), float(ddx)
     (27.0, 18.0)
     """
-    from oar._core.tensor import Tensor
-
-    single = isinstance(inputs, Tensor)
-    outputs = [outputs] if isinstance(outputs, Tensor) else list(outputs)
-    inputs = [inputs] if single else list(inputs)
+    outputs = _as_list(outputs, "grad: outputs")
+    inputs = _as_list(inputs, "grad: inputs")
     if grad_outputs is None:
         grad_outputs = [None] * len(outputs)
-    elif isinstance(grad_outputs, Tensor):
-        grad_outputs = [grad_outputs]
+    else:
+        grad_outputs = _as_list(grad_outputs, "grad: grad_outputs")
     if len(grad_outputs) != len(outputs):
         raise GradientError(f"grad: got {len(grad_outputs)} grad_outputs for {len(outputs)} outputs")
+    blocked = [] if no_grad_vars is None else _as_list(no_grad_vars, "grad: no_grad_vars")
     if retain_graph is None:
         retain_graph = create_graph
     for i, t in enumerate(inputs):
         if t.stop_gradient:
             raise GradientError(f"grad: inputs[{i}] has stop_gradient=True; no gradient can flow to it")
     roots, seeds = [], []
-    for t, g in zip(outputs, grad_outputs):
+    for i, (t, g) in enumerate(zip(outputs, grad_outputs)):
         if t.stop_gradient:
             continue
+        if g is not None:
+            _check_seed("grad", i, t, g)
         roots.append(t)
         seeds.append(_ones_like(t) if g is None else g)
-    result = run_backward(roots, seeds, retain_graph=retain_graph, create_graph=create_graph, capture=inputs)
+    result = run_backward(
+        roots, seeds, retain_graph=retain_graph, create_graph=create_graph, capture=inputs, blocked=blocked
+    )
     for i, g in enumerate(result):
         if g is None and not allow_unused:
             raise GradientError(
-                f"grad: inputs[{i}] is not reachable from the outputs (unused); pass "
-                f"allow_unused=True to get None for it"
+                f"grad: inputs[{i}] (shape {inputs[i].shape}) is not reachable from the outputs "
+                f"(unused); pass allow_unused=True to get None for it"
             )
         if g is not None and not create_graph:
             result[i] = g.detach()

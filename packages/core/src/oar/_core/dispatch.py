@@ -123,8 +123,6 @@ class EagerMode(Mode):
     """Run kernels now; record a tape node when some input needs a gradient."""
 
     def apply(self, op: Op, inputs: tuple, attrs: dict):
-        from oar._core.tensor import Tensor
-
         if inputs:
             first = inputs[0]
             backend = first._backend
@@ -148,7 +146,10 @@ class EagerMode(Mode):
         if kernel is None:
             kernel = resolve_kernel(op, key[0], key[1])
         try:
-            out = kernel(*[t._data for t in inputs], **attrs)
+            if len(inputs) == 2:  # the common binary case without building a list
+                out = kernel(inputs[0]._data, inputs[1]._data, **attrs)
+            else:
+                out = kernel(*[t._data for t in inputs], **attrs)
         except Exception as exc:
             raise explain_failure(op, inputs, attrs, exc) from exc
 
@@ -162,25 +163,36 @@ class EagerMode(Mode):
         if type(out) is tuple:
             out = tuple(o if type(o) is np.ndarray else np.asarray(o) for o in out)
             if not record:
-                return tuple(Tensor._wrap(o, backend, True, None, 0, None) for o in out)
+                return tuple(_wrap(o, backend, True, None, 0, None) for o in out)
             return _record(op, attrs, inputs, out, backend)
         if type(out) is not np.ndarray and backend == "cpu":
             out = np.asarray(out)
         if not record:
-            return Tensor._wrap(out, backend, True, None, 0, None)
+            return _wrap(out, backend, True, None, 0, None)
         return _record(op, attrs, inputs, (out,), backend)[0]
 
 
 def _record(op, attrs, inputs, outs, backend):
     from oar._core.autograd import Node
-    from oar._core.tensor import Tensor
 
     vcs = tuple([0] for _ in outs)
     node = Node(op, attrs, inputs, outs, vcs, backend)
     return tuple(
-        Tensor._wrap(o, backend, o.dtype.kind not in "fc", node, i, vc)
+        _wrap(o, backend, o.dtype.kind not in "fc", node, i, vc)
         for i, (o, vc) in enumerate(zip(outs, vcs))
     )
+
+
+def _wrap(data, backend, stop_gradient, node, out_index, vc):
+    """Replaced by ``Tensor._wrap`` when ``oar._core.tensor_methods`` binds the Tensor class."""
+    from oar._core.tensor import Tensor
+
+    return Tensor._wrap(data, backend, stop_gradient, node, out_index, vc)
+
+
+def bind_tensor_class(tensor_class) -> None:
+    global _wrap
+    _wrap = tensor_class._wrap
 
 
 def _places(inputs) -> str:

@@ -13,7 +13,7 @@ import itertools
 import numpy as np
 
 from oar._core import dtypes as _dt
-from oar.errors import ArgumentError, DTypeError, GradientError
+from oar.errors import ArgumentError, DeviceError, DTypeError, GradientError
 
 _name_counter = itertools.count()
 
@@ -139,8 +139,12 @@ class Tensor:
     def size(self) -> int:
         return int(self._data.size)
 
-    def numel(self) -> int:
-        return int(self._data.size)
+    def numel(self) -> Tensor:
+        """The number of elements as a 0-d int64 tensor (``x.size`` is the same as an int)."""
+        return Tensor._wrap(np.asarray(self._data.size, np.int64), "cpu", True, None, 0, None)._to_backend(self._backend)
+
+    def ndimension(self) -> int:
+        return self._data.ndim
 
     @property
     def dtype(self) -> _dt.DType:
@@ -189,7 +193,9 @@ class Tensor:
 
     def __array__(self, dtype=None, copy=None):
         a = self.numpy()
-        return a if dtype is None else a.astype(dtype)
+        if dtype is not None and a.dtype != np.dtype(dtype):
+            return a.astype(dtype)
+        return a.copy() if copy else a
 
     def item(self, *index):
         a = self.numpy()
@@ -227,22 +233,40 @@ class Tensor:
     def __iter__(self):
         if self._data.ndim == 0:
             raise TypeError("iteration over a 0-d tensor")
-        for i in range(self._data.shape[0]):
-            yield self[i]
+        from oar._ops.shape import unbind
+
+        yield from unbind(self, 0)  # one op for all rows, each differentiable
 
     def __hash__(self) -> int:
         return id(self)
 
     def __repr__(self) -> str:
-        body = np.array2string(self.numpy(), separator=", ", prefix="       ")
-        grad = f", stop_gradient={self.stop_gradient}"
-        return f"Tensor(shape={self.shape}, dtype={self.dtype.name}, place={self.place}{grad},\n       {body})"
+        indent = len("Tensor(")
+        return (
+            f"Tensor(shape={self.shape}, dtype={self.dtype.name}, place={self.place}, "
+            f"stop_gradient={self.stop_gradient},\n{' ' * indent}{format_values(self.numpy(), indent)})"
+        )
 
     __str__ = __repr__
 
+    def __format__(self, spec: str) -> str:
+        if self._data.ndim == 0:
+            return format(self.item(), spec)
+        return format(repr(self), spec)
+
     def __deepcopy__(self, memo):
-        t = Tensor._wrap(self._data.copy(), self._backend, self.stop_gradient, None, 0, None)
+        if self._node is not None:
+            raise GradientError(
+                "deepcopy: only leaf tensors can be deep-copied (this one was computed by op "
+                f"{self._node.op.name!r} and holds its graph); deep-copy x.detach() instead"
+            )
+        t = Tensor._wrap(self.numpy().copy(), "cpu", self.stop_gradient, None, 0, None)._to_backend(self._backend)
+        t.stop_gradient = self.stop_gradient
         t.persistable = self.persistable
+        if self._name is not None:
+            t._name = f"{self._name}_deepcopy"
+        if self._grad is not None:
+            t._grad = Tensor._wrap(self._grad.numpy().copy(), "cpu", True, None, 0, None)._to_backend(self._backend)
         memo[id(self)] = t
         return t
 
@@ -253,17 +277,31 @@ class Tensor:
 
         backward([self], None if grad_tensor is None else [grad_tensor], retain_graph=retain_graph)
 
-    def clear_grad(self, set_to_zero: bool = False) -> None:
-        """Drop the gradient (or zero it in place with ``set_to_zero=True``)."""
-        if set_to_zero and self._grad is not None:
-            self._grad._data[...] = 0
-        else:
+    def clear_gradient(self, set_to_zero: bool = True) -> None:
+        """Zero the gradient in place (Paddle's default), or drop it with ``set_to_zero=False``."""
+        grad = self._grad
+        if not set_to_zero or grad is None:
             self._grad = None
+        elif type(grad._data) is np.ndarray and grad._data.flags.writeable:
+            grad._data[...] = 0
+        else:  # a read-only or device gradient: replace it by zeros
+            from oar._core.dispatch import BACKENDS
 
-    clear_gradient = clear_grad
+            zeros = BACKENDS.get(grad._backend).zeros(tuple(grad._data.shape), grad._data.dtype)
+            self._grad = Tensor._wrap(zeros, grad._backend, True, None, 0, None)
+
+    def clear_grad(self, set_to_zero: bool = True) -> None:
+        """The same as ``clear_gradient``."""
+        self.clear_gradient(set_to_zero)
+
+    def gradient(self) -> np.ndarray | None:
+        """The gradient as a numpy array, or None (Paddle's ``Tensor.gradient()``)."""
+        return None if self._grad is None else self._grad.numpy()
 
     def detach(self) -> Tensor:
         """The same values, cut from the tape (shares memory, as Paddle's ``detach``)."""
+        if self._vc is None:  # share one version counter, so in-place changes through either show
+            self._vc = [0]
         return Tensor._wrap(self._data, self._backend, True, None, 0, self._vc)
 
     def detach_(self) -> Tensor:
@@ -340,39 +378,155 @@ class Tensor:
         return out
 
 
+def _backend_for(place, fn: str) -> str:
+    """The backend a tensor made by ``fn`` goes to, or a DeviceError saying what to install."""
+    from oar._core.dispatch import BACKENDS, current_device
+
+    backend = _place_backend(place) or current_device()
+    if backend != "cpu" and backend not in BACKENDS:
+        hint = " Install the oar-triton plugin (pip install oar-triton) for GPU support." if backend == "gpu" else ""
+        raise DeviceError(f"{fn}: place {place!r} needs the {backend!r} backend, which is not installed.{hint}")
+    return backend
+
+
 def to_tensor(data, dtype=None, place=None, stop_gradient: bool = True) -> Tensor:
     """Make a tensor from a Python scalar, nested list, numpy array or tensor (always a copy).
 
-    Python floats become the default dtype (float32), ints int64, bools bool, as in Paddle.
+    As in Paddle: Python floats (and lists of them) become the default dtype (float32), Python
+    ints int64, bools bool; numpy arrays and numpy scalars keep their dtype.
 
-    >>> import oar
+    >>> import oar, numpy as np
     >>> oar.to_tensor([1, 2, 3]).dtype
     oar.int64
     >>> oar.to_tensor(1.5).shape
     []
+    >>> oar.to_tensor(np.zeros(2)).dtype
+    oar.float64
     """
-    from oar._core.dispatch import BACKENDS, current_device
+    from oar._core.dispatch import BACKENDS
 
-    backend = _place_backend(place) or current_device()
+    backend = _backend_for(place, "to_tensor")
+    target = None
+    if dtype is not None:
+        try:
+            target = _dt.get_dtype(dtype)
+        except DTypeError as exc:
+            raise DTypeError(f"to_tensor: argument 'dtype': {exc}") from None
     if isinstance(data, Tensor):
         array = data.numpy().copy()
-        if dtype is not None:
-            array = array.astype(_dt.get_dtype(dtype).np)
+        if target is not None:
+            array = array.astype(target.np)
     else:
-        target = _dt.get_dtype(dtype) if dtype is not None else None
+        if isinstance(data, (str, bytes)):
+            raise ArgumentError(f"to_tensor: argument 'data' is a {type(data).__name__} ({data!r}); give numbers, a list, a numpy array or a Tensor")
+        keeps_dtype = isinstance(data, (np.ndarray, np.generic))
         try:
             array = np.array(data, dtype=target.np if target is not None else None)
         except (ValueError, TypeError) as exc:
-            raise ArgumentError(f"to_tensor: cannot make a tensor from {type(data).__name__}: {exc}") from None
-        if target is None:
+            raise ArgumentError(
+                f"to_tensor: cannot make a tensor from argument 'data' ({type(data).__name__}): {exc}"
+            ) from None
+        if array.dtype.kind in "OUSV" and array.dtype not in _dt.NP_TO_DTYPE:
+            raise ArgumentError(
+                f"to_tensor: argument 'data' holds {array.dtype} values ({type(data).__name__}); give "
+                f"numbers (ragged nested lists are not tensors either)"
+            )
+        if target is None and not keeps_dtype:
             if array.dtype.kind == "f":
-                array = array.astype(_dt.default_float().np if not isinstance(data, np.ndarray) else array.dtype)
-            elif array.dtype.kind in "iu" and not isinstance(data, np.ndarray):
+                array = array.astype(_dt.default_float().np)
+            elif array.dtype.kind in "iu":
                 array = array.astype(np.int64)
-            elif array.dtype.kind in "OUS":
-                raise ArgumentError(f"to_tensor: cannot make a tensor of {array.dtype} data; give numbers")
-            if array.dtype not in _dt.NP_TO_DTYPE:
-                raise DTypeError(f"to_tensor: unsupported dtype {array.dtype}")
+        if array.dtype not in _dt.NP_TO_DTYPE:
+            supported = [d.name for d in _dt.ALL_DTYPES]
+            raise DTypeError(f"to_tensor: argument 'data' has dtype {array.dtype}, which oar does not support; supported: {supported}")
     if backend != "cpu":
         array = BACKENDS.get(backend).from_numpy(array)
     return Tensor._wrap(array, backend, stop_gradient, None, 0, None)
+
+
+# ------------------------------------------------------------------------------------------
+# printing, in Paddle's format
+# ------------------------------------------------------------------------------------------
+class _PrintOptions:
+    precision = 8
+    threshold = 1000
+    edgeitems = 3
+    sci_mode = False
+
+
+PRINT_OPTIONS = _PrintOptions()
+
+
+def set_printoptions(precision=None, threshold=None, edgeitems=None, sci_mode=None, linewidth=None) -> None:
+    """How tensors print, as ``paddle.set_printoptions``: digits after the point, how many
+    elements before the values are summarised, how many at each edge of a summary, and
+    scientific notation.
+
+    >>> import oar
+    >>> oar.set_printoptions(precision=2)
+    >>> print(oar.to_tensor([0.125, 1.0]))
+    Tensor(shape=[2], dtype=float32, place=Place(cpu), stop_gradient=True,
+           [0.12, 1.  ])
+    >>> oar.set_printoptions(precision=8)
+    """
+    for name, value, kind in (
+        ("precision", precision, int), ("threshold", threshold, int), ("edgeitems", edgeitems, int),
+        ("sci_mode", sci_mode, bool),
+    ):
+        if value is None:
+            continue
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            raise ArgumentError(f"set_printoptions: {name} must be {kind.__name__}, got {value!r}")
+        setattr(PRINT_OPTIONS, name, value)
+
+
+def _format_item(value, width: int = 0, signed: bool = False) -> str:
+    if isinstance(value, float):
+        if PRINT_OPTIONS.sci_mode:
+            text = f"{value:.{PRINT_OPTIONS.precision}e}"
+        elif np.ceil(value) == value:
+            text = f"{value:.0f}."
+        else:
+            text = f"{value:.{PRINT_OPTIONS.precision}f}"
+    else:
+        text = str(value)
+    if width <= len(text):
+        return text
+    if signed and not text.startswith("-"):
+        return " " + text.ljust(width - 1)
+    return text.ljust(width)
+
+
+def _edges(a: np.ndarray, edge: int) -> np.ndarray:
+    """The elements a summary shows: ``edge`` at each end of every dimension."""
+    for axis in range(a.ndim):
+        if a.shape[axis] > 2 * edge:
+            a = np.concatenate([a.take(range(edge), axis), a.take(range(-edge, 0), axis)], axis)
+    return a
+
+
+def _format_nested(a: np.ndarray, summarize: bool, indent: int, width: int, signed: bool) -> str:
+    edge = PRINT_OPTIONS.edgeitems
+    if a.ndim == 0:
+        return _format_item(a.item(), width, signed)
+    rows = range(a.shape[0])
+    if summarize and a.shape[0] > 2 * edge:
+        rows = [*range(edge), None, *range(a.shape[0] - edge, a.shape[0])]
+    if a.ndim == 1:
+        parts = ["..." if i is None else _format_item(a[i].item(), width, signed) for i in rows]
+        return "[" + ", ".join(parts) + "]"
+    parts = ["..." if i is None else _format_nested(a[i], summarize, indent + 1, width, signed) for i in rows]
+    return "[" + ("," + "\n" * (a.ndim - 1) + " " * (indent + 1)).join(parts) + "]"
+
+
+def format_values(a: np.ndarray, indent: int = 0) -> str:
+    """The values part of a tensor's repr, as Paddle prints it (``[1.50000000, 2.        ]``)."""
+    if a.dtype.kind == "f" or a.dtype == _dt.bfloat16.np:
+        a = a.astype(np.float64) if a.dtype == np.float64 else a.astype(np.float32)
+    summarize = a.ndim > 0 and a.size > PRINT_OPTIONS.threshold
+    shown = _edges(a, PRINT_OPTIONS.edgeitems) if summarize else a
+    width, signed = 0, False
+    for value in shown.reshape(-1).tolist():
+        width = max(width, len(_format_item(value)))
+        signed = signed or value < 0
+    return _format_nested(a, summarize, indent, width, signed)

@@ -5,6 +5,7 @@ Operators are listed here; each op family lists its named methods in its ``METHO
 
 from __future__ import annotations
 
+from oar._core.dispatch import bind_tensor_class
 from oar._core.tensor import Tensor
 from oar._ops import FAMILIES, elementwise
 from oar._ops._common import binary_operands, dispatch
@@ -49,6 +50,7 @@ OPERATORS = {
 
 
 def bind_methods() -> None:
+    bind_tensor_class(Tensor)
     for family in FAMILIES:
         for name, fn in family.METHODS.items():
             setattr(Tensor, name, fn)

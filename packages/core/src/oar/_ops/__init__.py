@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from oar._ops import creation, elementwise, indexing, linalg, random, reduction, shape
+from oar._ops import assign, creation, elementwise, indexing, inplace, linalg, random, reduction, shape
 
-FAMILIES = (creation, elementwise, reduction, shape, indexing, linalg, random)
+FAMILIES = (creation, elementwise, reduction, shape, indexing, linalg, random, assign, inplace)
 ALL_OPS = [op for family in FAMILIES for op in family.OPS]

@@ -141,10 +141,12 @@ def unbroadcast(grad: Tensor, shape) -> Tensor:
     if gshape == shape:
         return grad
     from oar._ops.reduction import sum as _sum
-    from oar._ops.shape import reshape
 
+    # Two sums and no reshape: Paddle's reshape reads a 0 in a shape as "keep this dim".
     lead = len(gshape) - len(shape)
-    axes = list(range(lead)) + [lead + i for i, d in enumerate(shape) if d == 1 and gshape[lead + i] != 1]
-    if axes:
-        grad = _sum(grad, axis=axes, keepdim=True)
-    return reshape(grad, list(shape))
+    if lead:
+        grad = _sum(grad, axis=list(range(lead)))
+    ones = [i for i, d in enumerate(shape) if d == 1 and gshape[lead + i] != 1]
+    if ones:
+        grad = _sum(grad, axis=ones, keepdim=True)
+    return grad

@@ -16,7 +16,7 @@ from oar import hookspecs
 from oar._core import registry as _registry
 from oar._core.dispatch import BACKENDS, KERNELS, OPS
 from oar._core.registry import Registry
-from oar.errors import PluginWarning
+from oar.errors import PluginError, PluginWarning
 
 ENTRY_POINT_GROUP = "oar"
 BUILTIN_PLUGINS = {"oar.core": "oar._builtin"}  # name -> module, registered like any plugin
@@ -106,8 +106,13 @@ def _registered_by(name: str) -> dict[str, list[str]]:
 
 
 def _remove_registrations(name: str) -> None:
+    removed_ops = [_registries.ops._entries[op_name] for op_name in _registries.ops.names_from(name)]
     for reg in _registries.all().values():
         reg.remove_source(name)
+    # A removed op may still hold its cached kernel lookups (the kernel registry clears the cache of
+    # ops that are still registered only); without this its Op object would keep running.
+    for op in removed_ops:
+        op._kernels.clear()
 
 
 def register(plugin: Any, name: str | None = None, version: str = "") -> None:
@@ -117,8 +122,10 @@ def register(plugin: Any, name: str | None = None, version: str = "") -> None:
     >>> p = types.ModuleType("my_plugin")
     >>> oar.plugins.register(p, name="my_plugin")  # doctest: +SKIP
     """
-    load_plugins()
+    manager = load_plugins()
     name = name or getattr(plugin, "__name__", None) or repr(plugin)
+    if manager.get_plugin(name) is not None:  # the failure path below would remove the existing one
+        raise PluginError(f"a plugin named {name!r} is already registered; unregister it first or choose another name")
     _register_one(name, plugin, version, module=getattr(plugin, "__name__", type(plugin).__name__))
 
 
