@@ -1,0 +1,24 @@
+"""``oar.nn``: layers, functional ops, initializers and losses (oar-nn), with Paddle's names.
+
+>>> import oar
+>>> net = oar.nn.Sequential(oar.nn.Linear(4, 8), oar.nn.ReLU(), oar.nn.Linear(8, 2))
+>>> net(oar.rand([3, 4])).shape
+[3, 2]
+"""
+
+from __future__ import annotations
+
+from oar.nn import functional, initializer
+from oar.nn.layer.activation import *  # noqa: F403
+from oar.nn.layer.common import *  # noqa: F403
+from oar.nn.layer.container import *  # noqa: F403
+from oar.nn.layer.conv import *  # noqa: F403
+from oar.nn.layer.layers import Layer
+from oar.nn.layer.loss import *  # noqa: F403
+from oar.nn.layer.norm import *  # noqa: F403
+from oar.nn.layer.pooling import *  # noqa: F403
+from oar.nn.layer.rnn import *  # noqa: F403
+from oar.nn.layer.transformer import *  # noqa: F403
+from oar.nn.layer.vision import *  # noqa: F403
+from oar.nn.param_attr import ParamAttr
+from oar.nn.parameter import Parameter

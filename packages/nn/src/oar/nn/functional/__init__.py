@@ -1,0 +1,19 @@
+"""``oar.nn.functional``: the functional form of every layer, and nn's ops.
+
+Each module lists its ops in ``OPS`` (registered by oar-nn's plugin) and its public functions
+in ``__all__``.
+"""
+
+from __future__ import annotations
+
+from oar.nn.functional import activation, common, conv, loss, norm, pooling, vision
+from oar.nn.functional.activation import *  # noqa: F403
+from oar.nn.functional.common import *  # noqa: F403
+from oar.nn.functional.conv import *  # noqa: F403
+from oar.nn.functional.loss import *  # noqa: F403
+from oar.nn.functional.norm import *  # noqa: F403
+from oar.nn.functional.pooling import *  # noqa: F403
+from oar.nn.functional.vision import *  # noqa: F403
+
+FAMILIES = (activation, common, conv, loss, norm, pooling, vision)
+ALL_OPS = [op for family in FAMILIES for op in family.OPS]

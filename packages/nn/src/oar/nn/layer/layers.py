@@ -1,0 +1,414 @@
+"""``oar.nn.Layer``: the base class of every model and layer, with Paddle's API."""
+
+from __future__ import annotations
+
+import collections
+import itertools
+import re
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+
+from oar._core import dtypes as _dt
+from oar._core.tensor import Tensor
+from oar.errors import ArgumentError, ShapeError
+from oar.nn.param_attr import ParamAttr
+from oar.nn.parameter import Parameter
+
+_name_counters: dict[str, itertools.count] = collections.defaultdict(itertools.count)
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+
+
+class HookRemoveHelper:
+    """Returned by ``register_forward_*_hook``; ``remove()`` unregisters the hook."""
+
+    def __init__(self, hooks: dict, hook_id: int):
+        self._hooks = hooks
+        self._hook_id = hook_id
+
+    def remove(self) -> None:
+        self._hooks.pop(self._hook_id, None)
+
+
+_hook_ids = itertools.count()
+
+
+class Layer:
+    """Base class of layers and models (``paddle.nn.Layer``).
+
+    Assigning a ``Parameter``, a ``Layer`` or (with ``register_buffer``) a tensor as an attribute
+    registers it, so ``parameters()``, ``state_dict()`` and ``to()`` find it.
+
+    >>> import oar
+    >>> class MLP(oar.nn.Layer):
+    ...     def __init__(self):
+    ...         super().__init__()
+    ...         self.fc1 = oar.nn.Linear(4, 8)
+    ...         self.fc2 = oar.nn.Linear(8, 2)
+    ...     def forward(self, x):
+    ...         return self.fc2(oar.nn.functional.relu(self.fc1(x)))
+    >>> net = MLP()
+    >>> net(oar.rand([3, 4])).shape
+    [3, 2]
+    >>> sorted(net.state_dict())
+    ['fc1.bias', 'fc1.weight', 'fc2.bias', 'fc2.weight']
+    """
+
+    training: bool
+
+    def __init__(self, name_scope: str | None = None, dtype="float32"):
+        object.__setattr__(self, "training", True)
+        object.__setattr__(self, "_parameters", collections.OrderedDict())
+        object.__setattr__(self, "_sub_layers", collections.OrderedDict())
+        object.__setattr__(self, "_buffers", collections.OrderedDict())
+        object.__setattr__(self, "_non_persistable_buffer_names_set", set())
+        object.__setattr__(self, "_forward_pre_hooks", collections.OrderedDict())
+        object.__setattr__(self, "_forward_post_hooks", collections.OrderedDict())
+        scope = name_scope or _snake(type(self).__name__)
+        object.__setattr__(self, "_full_name", f"{scope}_{next(_name_counters[scope])}")
+        object.__setattr__(self, "_dtype", _dt.get_dtype(dtype).name)
+
+    # -- forward ------------------------------------------------------------------------------
+    def forward(self, *inputs, **kwargs):
+        raise NotImplementedError(f"{type(self).__name__} must implement forward()")
+
+    def __call__(self, *inputs, **kwargs):
+        for hook in list(self._forward_pre_hooks.values()):
+            result = hook(self, inputs)
+            if result is not None:
+                inputs = result if isinstance(result, tuple) else (result,)
+        outputs = self.forward(*inputs, **kwargs)
+        for hook in list(self._forward_post_hooks.values()):
+            result = hook(self, inputs, outputs)
+            if result is not None:
+                outputs = result
+        return outputs
+
+    def register_forward_pre_hook(self, hook: Callable) -> HookRemoveHelper:
+        """``hook(layer, inputs)`` runs before forward; a non-None return replaces the inputs."""
+        hook_id = next(_hook_ids)
+        self._forward_pre_hooks[hook_id] = hook
+        return HookRemoveHelper(self._forward_pre_hooks, hook_id)
+
+    def register_forward_post_hook(self, hook: Callable) -> HookRemoveHelper:
+        """``hook(layer, inputs, outputs)`` runs after forward; a non-None return replaces the outputs."""
+        hook_id = next(_hook_ids)
+        self._forward_post_hooks[hook_id] = hook
+        return HookRemoveHelper(self._forward_post_hooks, hook_id)
+
+    # -- registration -------------------------------------------------------------------------
+    def __setattr__(self, name: str, value: Any) -> None:
+        params = self.__dict__.get("_parameters")
+        if isinstance(value, Parameter):
+            if params is None:
+                raise AttributeError("call super().__init__() before assigning parameters")
+            self._remove_from(name, except_dict=params)
+            params[name] = value
+        elif isinstance(value, Layer):
+            subs = self.__dict__.get("_sub_layers")
+            if subs is None:
+                raise AttributeError("call super().__init__() before assigning sublayers")
+            self._remove_from(name, except_dict=subs)
+            subs[name] = value
+        elif params is not None and name in params:
+            if value is not None:
+                raise TypeError(f"cannot assign {type(value).__name__} to parameter {name!r} (expected a Parameter or None)")
+            params[name] = None
+        elif self.__dict__.get("_buffers") is not None and name in self._buffers:
+            if value is not None and not isinstance(value, Tensor):
+                raise TypeError(f"cannot assign {type(value).__name__} to buffer {name!r} (expected a Tensor or None)")
+            self._buffers[name] = value
+        elif self.__dict__.get("_sub_layers") is not None and name in self._sub_layers:
+            if value is not None:
+                raise TypeError(f"cannot assign {type(value).__name__} to sublayer {name!r} (expected a Layer or None)")
+            self._sub_layers[name] = None
+        else:
+            object.__setattr__(self, name, value)
+
+    def _remove_from(self, name: str, except_dict: dict) -> None:
+        for d in (self.__dict__, self._parameters, self._sub_layers, self._buffers):
+            if d is not except_dict and name in d:
+                del d[name]
+
+    def __getattr__(self, name: str):
+        d = self.__dict__
+        for store in ("_parameters", "_sub_layers", "_buffers"):
+            table = d.get(store)
+            if table is not None and name in table:
+                return table[name]
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        for store in (self._parameters, self._sub_layers, self._buffers):
+            if name in store:
+                del store[name]
+                self._non_persistable_buffer_names_set.discard(name)
+                return
+        object.__delattr__(self, name)
+
+    def __dir__(self):
+        return sorted(set(super().__dir__()) | set(self._parameters) | set(self._sub_layers) | set(self._buffers))
+
+    def add_parameter(self, name: str, parameter: Parameter | None) -> Parameter | None:
+        """Register ``parameter`` under ``name`` (``None`` reserves the name)."""
+        if not isinstance(name, str) or "." in name or not name:
+            raise ArgumentError(f"add_parameter: name must be a non-empty string without '.', got {name!r}")
+        if parameter is not None and not isinstance(parameter, Parameter):
+            raise TypeError(f"add_parameter: expected a Parameter for {name!r}, got {type(parameter).__name__}")
+        if name in self.__dict__:
+            raise ArgumentError(f"add_parameter: {type(self).__name__} already has an attribute {name!r}")
+        self._parameters[name] = parameter
+        return parameter
+
+    def add_sublayer(self, name: str, sublayer: Layer) -> Layer:
+        """Register ``sublayer`` under ``name``."""
+        if sublayer is not None and not isinstance(sublayer, Layer):
+            raise TypeError(f"add_sublayer: expected a Layer for {name!r}, got {type(sublayer).__name__}")
+        self._sub_layers[str(name)] = sublayer
+        return sublayer
+
+    def register_buffer(self, name: str, tensor: Tensor | None, persistable: bool = True) -> None:
+        """A tensor that is part of the layer's state but not trained (BatchNorm's running mean).
+
+        Non-persistable buffers are left out of ``state_dict``.
+        """
+        if not isinstance(name, str) or "." in name or not name:
+            raise ArgumentError(f"register_buffer: name must be a non-empty string without '.', got {name!r}")
+        if tensor is not None and not isinstance(tensor, Tensor):
+            raise TypeError(f"register_buffer: expected a Tensor for {name!r}, got {type(tensor).__name__}")
+        if name in self._parameters or name in self._sub_layers:
+            raise ArgumentError(f"register_buffer: {name!r} is already a parameter or sublayer")
+        self.__dict__.pop(name, None)
+        self._buffers[name] = tensor
+        if tensor is not None:
+            tensor.persistable = persistable
+        if persistable:
+            self._non_persistable_buffer_names_set.discard(name)
+        else:
+            self._non_persistable_buffer_names_set.add(name)
+
+    def create_parameter(self, shape, attr=None, dtype=None, is_bias: bool = False,
+                         default_initializer=None) -> Parameter | None:
+        """A new Parameter initialised by ``attr.initializer``, else ``default_initializer``, else
+        Paddle's default (XavierUniform for weights, zeros for biases). ``attr=False`` gives None.
+        """
+        from oar.nn.initializer import Constant, XavierUniform
+
+        attr = ParamAttr._to_attr(attr)
+        if attr is False:
+            return None
+        shape = [int(d) for d in shape]
+        if any(d < 0 for d in shape):
+            raise ShapeError(f"create_parameter: shape must be non-negative, got {shape}")
+        dtype = _dt.get_dtype(dtype or self._dtype)
+        param = Parameter(np.zeros(shape, dtype.np), name=attr.name, trainable=attr.trainable,
+                          learning_rate=attr.learning_rate, regularizer=attr.regularizer, need_clip=attr.need_clip)
+        initializer = attr.initializer or default_initializer or _global_initializer(is_bias)
+        if initializer is None:
+            initializer = Constant(0.0) if is_bias else XavierUniform()
+        initializer(param)
+        return param
+
+    # -- traversal ----------------------------------------------------------------------------
+    def named_sublayers(self, prefix: str = "", include_self: bool = False, layers_set=None) -> Iterator[tuple[str, Layer]]:
+        """(qualified name, layer) for every sublayer, depth first, each layer once."""
+        if layers_set is None:
+            layers_set = set()
+        if include_self and id(self) not in layers_set:
+            layers_set.add(id(self))
+            yield prefix, self
+        for key, layer in self._sub_layers.items():
+            if layer is None or id(layer) in layers_set:
+                continue
+            name = f"{prefix}.{key}" if prefix else key
+            layers_set.add(id(layer))
+            yield name, layer
+            yield from layer.named_sublayers(prefix=name, include_self=False, layers_set=layers_set)
+
+    def sublayers(self, include_self: bool = False) -> list[Layer]:
+        return [layer for _, layer in self.named_sublayers(include_self=include_self)]
+
+    def named_children(self) -> Iterator[tuple[str, Layer]]:
+        seen = set()
+        for name, layer in self._sub_layers.items():
+            if layer is not None and id(layer) not in seen:
+                seen.add(id(layer))
+                yield name, layer
+
+    def children(self) -> Iterator[Layer]:
+        for _, layer in self.named_children():
+            yield layer
+
+    def named_parameters(self, prefix: str = "", include_sublayers: bool = True) -> Iterator[tuple[str, Parameter]]:
+        """(qualified name, parameter) pairs; a parameter shared by two layers appears once."""
+        seen = set()
+        layers = self.named_sublayers(prefix=prefix, include_self=True) if include_sublayers else [(prefix, self)]
+        for layer_prefix, layer in layers:
+            for key, param in layer._parameters.items():
+                if param is None or id(param) in seen:
+                    continue
+                seen.add(id(param))
+                yield (f"{layer_prefix}.{key}" if layer_prefix else key), param
+
+    def parameters(self, include_sublayers: bool = True) -> list[Parameter]:
+        return [p for _, p in self.named_parameters(include_sublayers=include_sublayers)]
+
+    def named_buffers(self, prefix: str = "", include_sublayers: bool = True) -> Iterator[tuple[str, Tensor]]:
+        seen = set()
+        layers = self.named_sublayers(prefix=prefix, include_self=True) if include_sublayers else [(prefix, self)]
+        for layer_prefix, layer in layers:
+            for key, buf in layer._buffers.items():
+                if buf is None or id(buf) in seen:
+                    continue
+                seen.add(id(buf))
+                yield (f"{layer_prefix}.{key}" if layer_prefix else key), buf
+
+    def buffers(self, include_sublayers: bool = True) -> list[Tensor]:
+        return [b for _, b in self.named_buffers(include_sublayers=include_sublayers)]
+
+    def apply(self, fn: Callable[[Layer], None]) -> Layer:
+        """Call ``fn`` on every sublayer and then on this layer (to initialise weights, ...)."""
+        for layer in self.children():
+            layer.apply(fn)
+        fn(self)
+        return self
+
+    def full_name(self) -> str:
+        return self._full_name
+
+    # -- modes --------------------------------------------------------------------------------
+    def train(self) -> Layer:
+        for layer in self.sublayers(include_self=True):
+            object.__setattr__(layer, "training", True)
+        return self
+
+    def eval(self) -> Layer:
+        for layer in self.sublayers(include_self=True):
+            object.__setattr__(layer, "training", False)
+        return self
+
+    def clear_gradients(self, set_to_zero: bool = True) -> None:
+        for p in self.parameters():
+            if p.trainable:
+                p.clear_grad(set_to_zero)
+
+    # -- state --------------------------------------------------------------------------------
+    def state_dict(self, destination=None, include_sublayers: bool = True, structured_name_prefix: str = "",
+                   use_hook: bool = True, keep_vars: bool = True) -> collections.OrderedDict:
+        """Parameters and persistable buffers by qualified name (the tensors themselves)."""
+        out = collections.OrderedDict() if destination is None else destination
+        for name, p in self.named_parameters(prefix=structured_name_prefix.rstrip("."), include_sublayers=include_sublayers):
+            out[name] = p
+        layers = self.named_sublayers(prefix=structured_name_prefix.rstrip("."), include_self=True) if include_sublayers else [("", self)]
+        for layer_prefix, layer in layers:
+            for key, buf in layer._buffers.items():
+                if buf is None or key in layer._non_persistable_buffer_names_set:
+                    continue
+                out[f"{layer_prefix}.{key}" if layer_prefix else key] = buf
+        return out
+
+    def set_state_dict(self, state_dict: dict, use_structured_name: bool = True, strict: bool = True):
+        """Copy values from ``state_dict`` into this layer's parameters and buffers.
+
+        Strict by default: missing keys, unexpected keys and shape mismatches are reported
+        together in one error and nothing is changed. ``strict=False`` loads what matches and
+        returns ``(missing_keys, unexpected_keys)``.
+        """
+        own = self.state_dict()
+        missing = [k for k in own if k not in state_dict]
+        unexpected = [k for k in state_dict if k not in own]
+        mismatched = []
+        for key, target in own.items():
+            if key not in state_dict:
+                continue
+            value = state_dict[key]
+            shape = list(value.shape) if hasattr(value, "shape") else list(np.shape(value))
+            if shape != target.shape:
+                mismatched.append(f"{key}: checkpoint {shape}, model {target.shape}")
+        if strict and (missing or unexpected or mismatched):
+            lines = [f"set_state_dict: the state dict does not match {type(self).__name__} (nothing was loaded)"]
+            if missing:
+                lines.append(f"  missing keys ({len(missing)}): {', '.join(missing)}")
+            if unexpected:
+                lines.append(f"  unexpected keys ({len(unexpected)}): {', '.join(unexpected)}")
+            if mismatched:
+                lines.append(f"  shape mismatches ({len(mismatched)}): {'; '.join(mismatched)}")
+            lines.append("  pass strict=False to load the keys that match")
+            raise ArgumentError("\n".join(lines))
+        bad = {m.split(":")[0] for m in mismatched}
+        for key, target in own.items():
+            if key in state_dict and key not in bad:
+                value = state_dict[key]
+                array = value.numpy() if isinstance(value, Tensor) else np.asarray(value)
+                if not target._data.flags.writeable:
+                    target._data = target._data.copy()
+                target._data[...] = array.astype(target._data.dtype, copy=False)
+                target._bump_version()
+        return missing, unexpected
+
+    load_dict = set_state_dict
+    set_dict = set_state_dict
+
+    def to(self, device=None, dtype=None, blocking=None) -> Layer:
+        """Move parameters and buffers to ``device`` and/or cast floating ones to ``dtype``."""
+        for layer in self.sublayers(include_self=True):
+            for store in (layer._parameters, layer._buffers):
+                for key, t in store.items():
+                    if t is None:
+                        continue
+                    converted = t
+                    if dtype is not None and t.dtype.is_floating:
+                        converted = converted.astype(dtype)
+                    if device is not None:
+                        converted = converted.to(device)
+                    if converted is not t:
+                        data = converted.numpy() if converted._backend == "cpu" else converted._data
+                        t._data = data
+                        t._backend = converted._backend
+                        t._grad = None
+            if dtype is not None:
+                object.__setattr__(layer, "_dtype", _dt.get_dtype(dtype).name)
+        return self
+
+    def astype(self, dtype) -> Layer:
+        return self.to(dtype=dtype)
+
+    def float(self) -> Layer:
+        return self.to(dtype="float32")
+
+    def double(self) -> Layer:
+        return self.to(dtype="float64")
+
+    # -- printing -----------------------------------------------------------------------------
+    def extra_repr(self) -> str:
+        """Override to describe the layer's configuration on its ``repr`` line."""
+        return ""
+
+    def __repr__(self) -> str:
+        lines = []
+        for name, layer in self._sub_layers.items():
+            text = repr(layer).replace("\n", "\n  ")
+            lines.append(f"({name}): {text}")
+        head = f"{type(self).__name__}({self.extra_repr()}"
+        if not lines:
+            return head + ")"
+        return head + "\n  " + "\n  ".join(lines) + "\n)"
+
+
+_GLOBAL_INITIALIZERS: dict[str, Any] = {"weight": None, "bias": None}
+
+
+def _global_initializer(is_bias: bool):
+    return _GLOBAL_INITIALIZERS["bias" if is_bias else "weight"]
+
+
+def set_global_initializer(weight_init, bias_init=None) -> None:
+    """Initializers used by every layer created afterwards when its ParamAttr names none (``paddle.nn.initializer.set_global_initializer``)."""
+    _GLOBAL_INITIALIZERS["weight"] = weight_init
+    _GLOBAL_INITIALIZERS["bias"] = bias_init
+
+

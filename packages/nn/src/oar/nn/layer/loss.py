@@ -1,0 +1,5 @@
+"""Loss layers of oar.nn."""
+
+from __future__ import annotations
+
+__all__: list[str] = []

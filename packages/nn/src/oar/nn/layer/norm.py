@@ -1,0 +1,5 @@
+"""Norm layers of oar.nn."""
+
+from __future__ import annotations
+
+__all__: list[str] = []
