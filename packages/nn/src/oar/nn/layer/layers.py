@@ -357,7 +357,7 @@ class Layer:
         """Move parameters and buffers to ``device`` and/or cast floating ones to ``dtype``."""
         for layer in self.sublayers(include_self=True):
             for store in (layer._parameters, layer._buffers):
-                for key, t in store.items():
+                for t in store.values():
                     if t is None:
                         continue
                     converted = t
