@@ -288,6 +288,8 @@ def test_bitwise_ops_reject_floats_and_pow_rejects_bools():
         ~t([1.0], "float64")
     with pytest.raises(DTypeError, match="pow: x must be an integer or floating tensor, got bool"):
         t([True]) ** 2
+    with pytest.raises(DTypeError, match="subtract: x and y must be an integer or floating tensor, got bool"):
+        t([True, False]) - t([True, True])
 
 
 def test_logical_ops_treat_nonzero_as_true():

@@ -181,7 +181,8 @@ def add(x, y, name=None) -> Tensor:
     return _binary(add_op, x, y)
 
 
-subtract_op = Op("subtract", reference=np.subtract, meta=binary_meta("subtract"), traits=BINARY, promote=True)
+# numpy refuses bool - bool (and so does Paddle): the meta says so in oar's terms
+subtract_op = Op("subtract", reference=np.subtract, meta=numeric_binary_meta("subtract"), traits=BINARY, promote=True)
 
 
 @subtract_op.defgrad

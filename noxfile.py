@@ -1,0 +1,103 @@
+"""oar's automation: ``nox -s lint tests tests_isolated`` is what ``python3 dev.py test`` runs.
+
+Sessions:
+    tests           every package and plugin installed editable in one venv; the whole ``tests/`` tree
+    tests_isolated  one fresh venv per distribution with only that distribution (a regular wheel
+                    install), the oar distributions it declares and its test extra; runs
+                    ``tests/<folder name>``
+    lint            ruff (pyflakes, pycodestyle, import sorting), configured in the root pyproject.toml
+    bench           ``python bench/run.py``
+    demo            ``python examples/demo.py``
+
+Distributions are found on disk (``packages/*/pyproject.toml``, ``plugins/*/pyproject.toml``), so a
+new package joins every session by existing.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import nox
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # nox itself depends on tomli there
+    import tomli as tomllib
+
+ROOT = Path(__file__).resolve().parent
+DISTRIBUTIONS = sorted(
+    path.parent.relative_to(ROOT).as_posix()
+    for pattern in ("packages/*/pyproject.toml", "plugins/*/pyproject.toml")
+    for path in ROOT.glob(pattern)
+)
+
+nox.options.sessions = ["lint", "tests", "tests_isolated"]
+nox.options.error_on_missing_interpreters = True
+
+
+def _project_table(distribution: str) -> dict:
+    with open(ROOT / distribution / "pyproject.toml", "rb") as file:
+        return tomllib.load(file)["project"]
+
+
+def _with_local_dependencies(distribution: str) -> list[str]:
+    """``distribution`` and, transitively, the sibling distributions it depends on, as local paths.
+
+    oar's packages are not on an index: ``pip install ./packages/nn`` alone would look for
+    oar-core there, so the local core is handed to pip beside it.
+    """
+    local = {canonicalize_name(_project_table(d)["name"]): d for d in DISTRIBUTIONS}
+    needed, pending = [distribution], [distribution]
+    while pending:
+        for requirement in _project_table(pending.pop()).get("dependencies", []):
+            dependency = local.get(canonicalize_name(Requirement(requirement).name))
+            if dependency is not None and dependency not in needed:
+                needed.append(dependency)
+                pending.append(dependency)
+    return needed
+
+
+@nox.session
+def tests(session: nox.Session) -> None:
+    """The whole suite, every distribution installed editable (posargs go to pytest)."""
+    editable = [arg for dist in DISTRIBUTIONS for arg in ("-e", f"./{dist}[test]")]
+    session.install(*editable, "pytest-xdist")
+    session.run("pytest", "tests", "-n", "2", *session.posargs)
+
+
+@nox.session(reuse_venv=False)  # fresh each time: a leftover package would hide a missing dependency
+@nox.parametrize("distribution", DISTRIBUTIONS, ids=[Path(d).name for d in DISTRIBUTIONS])
+def tests_isolated(session: nox.Session, distribution: str) -> None:
+    """One distribution alone, installed as a wheel, against its own tests."""
+    dependencies = _with_local_dependencies(distribution)[1:]
+    # pytest-xdist only runs the tests in parallel; it is no oar package, so isolation holds.
+    session.install(f"./{distribution}[test]", *(f"./{dist}" for dist in dependencies), "pytest-xdist")
+    # The tests must exercise the installed wheel, not the source tree.
+    location = session.run("python", "-c", "import oar; print(oar.__file__)", silent=True).strip()
+    if "site-packages" not in location:
+        session.error(f"oar is imported from {location}, not from the installed wheel")
+    session.run("pytest", f"tests/{Path(distribution).name}", "-n", "2", *session.posargs)
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """ruff: errors, style, modern syntax and import order (see [tool.ruff] in pyproject.toml)."""
+    session.install("ruff==0.17.6")  # pinned: a new ruff release may add checks
+    session.run("ruff", "check", ".", *session.posargs)
+
+
+@nox.session
+def bench(session: nox.Session) -> None:
+    """oar's benchmarks; ``nox -s bench -- --write`` appends the result to docs/benchmarks.md."""
+    session.install(*(f"./{dist}" for dist in DISTRIBUTIONS))
+    session.run("python", "bench/run.py", *session.posargs)
+
+
+@nox.session
+def demo(session: nox.Session) -> None:
+    """oar's main job, end to end, with the installed packages."""
+    session.install(*(f"./{dist}" for dist in DISTRIBUTIONS))
+    session.run("python", "examples/demo.py", *session.posargs)
