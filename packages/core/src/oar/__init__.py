@@ -39,6 +39,7 @@ from oar._core.dtypes import (  # noqa: E402
     uint8,
 )
 from oar._core.dtypes import bool_ as bool  # noqa: E402,A001 - Paddle's name: oar.bool
+from oar._core.serialization import load, save  # noqa: E402
 from oar._core.tensor import CPUPlace, CUDAPlace, Place, Tensor, set_printoptions, to_tensor  # noqa: E402
 
 # The public functions of each op family: each module's ``__all__`` is its chosen public list.
@@ -61,6 +62,7 @@ _LAZY_MODULES = {
     "autograd": "oar-core",
     "nn": "oar-nn",
     "optimizer": "oar-nn",
+    "regularizer": "oar-nn",
     "io": "oar-nn",
     "metric": "oar-nn",
     "vision": "oar-nn",

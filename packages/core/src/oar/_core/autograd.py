@@ -96,6 +96,20 @@ class Node:
             outs.append(Tensor._wrap(data, self.backend, data.dtype.kind not in "fc", self, i, vc))
         return tuple(outs)
 
+    def output(self, i: int):
+        """Output ``i`` alone, checked as ``outputs`` are: a rule that needs only one output (max
+        pooling's mask) reads it this way, so an in-place change of another output is no error."""
+        self._check_alive()
+        from oar._core.tensor import Tensor
+
+        data, vc = self._out_data[i], self._out_vcs[i]
+        if vc[0] != 0:
+            raise GradientError(
+                f"op {self.op.name!r} needs its output {i} for the backward pass, but that tensor was "
+                f"modified in place after the forward; call .clone() before the in-place op"
+            )
+        return Tensor._wrap(data, self.backend, data.dtype.kind not in "fc", self, i, vc)
+
     @property
     def out(self):
         return self.outputs[0]

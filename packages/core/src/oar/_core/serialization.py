@@ -1,0 +1,437 @@
+"""``oar.save`` / ``oar.load``: nested containers of tensors and plain values, never pickle.
+
+A file written by ``oar.save`` is a safetensors file. Every tensor (and numpy array) of the saved
+object is one safetensors entry, named after where it sits (``fc.weight``,
+``state/fc.weight_moment1_0``), so other safetensors readers can open a state dict too. The
+nesting and the plain values are JSON in the safetensors ``__metadata__``:
+
+    {"format": "oar.save", "version": "1", "structure": "<JSON>", "crc32": "<JSON>"}
+
+``structure`` is a tree whose leaves are JSON scalars (``None``, bools, ints, finite floats,
+strings) and whose other nodes are one-key objects: ``{"dict": [[key, node], ...]}`` (and
+``"odict"`` for an OrderedDict), ``{"list": [...]}``, ``{"tuple": [...]}``,
+``{"tensor": entry, "name": ...}``, ``{"ndarray": entry}``, ``{"npscalar": entry}`` and
+``{"float": "nan" | "inf" | "-inf"}``. ``crc32`` maps each entry to the CRC-32 of its bytes, so a
+flipped bit in a tensor is an error rather than a silently different model.
+
+Loading parses JSON and copies bytes into arrays: it cannot execute code. Writing goes to a
+temporary file in the target's directory, is flushed and fsynced, and replaces the target with
+``os.replace``; the directory is then fsynced. A crash at any point leaves either the old file or
+the new one.
+
+oar writes the safetensors layout itself, streaming each tensor to the file, and reads files back
+through the safetensors library, which validates the layout; it is imported on first use, so
+``import oar`` does not pay for it.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+
+import numpy as np
+
+from oar._core import dtypes as _dt
+from oar._core.tensor import Tensor
+from oar.errors import ArgumentError, SerializationError
+
+FORMAT = "oar.save"
+VERSION = 1  # the format version this oar writes, and the newest it reads
+
+# safetensors dtype codes oar reads and writes (what ``safetensors.numpy`` writes for these dtypes).
+_CODE_TO_NP = {
+    "BOOL": np.dtype(np.bool_), "U8": np.dtype(np.uint8), "I8": np.dtype(np.int8),
+    "U16": np.dtype(np.uint16), "I16": np.dtype(np.int16), "U32": np.dtype(np.uint32),
+    "I32": np.dtype(np.int32), "U64": np.dtype(np.uint64), "I64": np.dtype(np.int64),
+    "F16": np.dtype(np.float16), "BF16": _dt.bfloat16.np, "F32": np.dtype(np.float32),
+    "F64": np.dtype(np.float64),
+}
+_SAVABLE_NP = set(_CODE_TO_NP.values())
+_NON_FINITE = {"nan": float("nan"), "inf": float("inf"), "-inf": float("-inf")}
+
+
+# ------------------------------------------------------------------------------------------
+# save
+# ------------------------------------------------------------------------------------------
+def _where(path: tuple) -> str:
+    """``obj['state'][3]``: where a value sits in the saved object, for error messages."""
+    return "obj" + "".join(f"[{p!r}]" for p in path)
+
+
+class _Encoder:
+    """Turns an object into the JSON structure and a dict of named arrays."""
+
+    def __init__(self):
+        self.arrays: dict[str, np.ndarray] = {}
+        self.entry_of: dict[int, str] = {}  # id(tensor or array) -> entry: one object is stored once
+        self.keep_alive: list = []  # the objects behind entry_of, so their ids stay unique
+        self.active: set[int] = set()  # containers being encoded, to refuse an object that contains itself
+
+    def entry_name(self, path: tuple) -> str:
+        base = "/".join(str(p) for p in path) or "tensor"
+        name, n = base, 0
+        while name in self.arrays or name == "__metadata__":  # safetensors reserves __metadata__
+            n += 1
+            name = f"{base}#{n}"
+        return name
+
+    def add_array(self, obj, array: np.ndarray, path: tuple) -> str:
+        entry = self.entry_of.get(id(obj))
+        if entry is not None:
+            return entry
+        if array.dtype.newbyteorder("=") not in _SAVABLE_NP:
+            raise SerializationError(
+                f"oar.save: {_where(path)} has dtype {array.dtype}, which oar.save cannot store; supported: "
+                f"{sorted(str(d) for d in _SAVABLE_NP)}"
+            )
+        if not array.dtype.isnative:
+            array = array.astype(array.dtype.newbyteorder("="))
+        entry = self.entry_name(path)
+        self.arrays[entry] = array if array.flags.c_contiguous else array.copy(order="C")
+        self.entry_of[id(obj)] = entry
+        self.keep_alive.append(obj)
+        return entry
+
+    def encode(self, obj, path: tuple):
+        if isinstance(obj, np.generic):  # before float: numpy.float64 subclasses float
+            return {"npscalar": self.add_array(obj, np.asarray(obj), path)}
+        if obj is None or isinstance(obj, (bool, int, str)):
+            return obj
+        if isinstance(obj, float):
+            if obj != obj or obj in (float("inf"), float("-inf")):
+                return {"float": "nan" if obj != obj else ("inf" if obj > 0 else "-inf")}
+            return obj
+        if isinstance(obj, Tensor):
+            node = {"tensor": self.add_array(obj, obj.numpy(), path)}
+            if obj._name is not None:  # Paddle's load gives tensors their saved names back
+                node["name"] = obj._name
+            return node
+        if isinstance(obj, np.ndarray):
+            return {"ndarray": self.add_array(obj, obj, path)}
+        if isinstance(obj, (dict, list, tuple)):
+            if id(obj) in self.active:
+                raise SerializationError(f"oar.save: {_where(path)} contains itself; a saved object must be a tree")
+            self.active.add(id(obj))
+            try:
+                if isinstance(obj, dict):
+                    kind = "odict" if isinstance(obj, collections.OrderedDict) else "dict"
+                    items = []
+                    for key, value in obj.items():
+                        if not (key is None or isinstance(key, (bool, int, str)) or
+                                (isinstance(key, float) and key == key and abs(key) != float("inf"))):
+                            raise SerializationError(
+                                f"oar.save: {_where(path)} has a key of type {type(key).__name__} ({key!r}); "
+                                f"dict keys must be str, int, finite float, bool or None"
+                            )
+                        items.append([key, self.encode(value, (*path, key))])
+                    return {kind: items}
+                kind = "list" if isinstance(obj, list) else "tuple"
+                return {kind: [self.encode(v, (*path, i)) for i, v in enumerate(obj)]}
+            finally:
+                self.active.discard(id(obj))
+        hint = ""
+        if hasattr(obj, "state_dict"):
+            hint = f"; save its state: oar.save(x.state_dict(), path), where x is the {type(obj).__name__}"
+        raise SerializationError(
+            f"oar.save: cannot save {_where(path)} of type {type(obj).__name__}: oar.save stores tensors, numpy "
+            f"arrays, None, bool, int, float, str, and dicts, lists and tuples of these{hint}"
+        )
+
+
+def _metadata(obj) -> tuple[dict[str, np.ndarray], dict[str, str]]:
+    import json
+    import zlib
+
+    from oar import __version__
+
+    encoder = _Encoder()
+    structure = encoder.encode(obj, ())
+    checksums = {name: zlib.crc32(array) for name, array in encoder.arrays.items()}
+    metadata = {
+        "format": FORMAT,
+        "version": str(VERSION),
+        "writer": f"oar {__version__}",
+        "structure": json.dumps(structure, separators=(",", ":"), allow_nan=False),
+        "crc32": json.dumps(checksums, separators=(",", ":")),
+    }
+    return encoder.arrays, metadata
+
+
+_NP_TO_CODE = {v: k for k, v in _CODE_TO_NP.items()}
+
+
+def _write_safetensors(f, arrays: dict[str, np.ndarray], metadata: dict[str, str]) -> None:
+    """Write the safetensors layout, streaming each array (no copy of the whole state in memory).
+
+    Arrays go in order of decreasing item size, so every tensor is aligned to its item size after
+    the 8-byte-padded header, as the safetensors library lays them out; ``oar.load`` reads the
+    file back through the safetensors library, which validates the layout.
+    """
+    import json
+
+    order = sorted(arrays, key=lambda name: -arrays[name].dtype.itemsize)
+    header: dict = {"__metadata__": metadata}
+    offset = 0
+    for name in order:
+        array = arrays[name]
+        header[name] = {"dtype": _NP_TO_CODE[array.dtype], "shape": list(array.shape),
+                        "data_offsets": [offset, offset + array.nbytes]}
+        offset += array.nbytes
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 8)
+    f.write(len(text).to_bytes(8, "little"))
+    f.write(text)
+    for name in order:
+        array = arrays[name]
+        if array.nbytes:
+            f.write(array.reshape(-1).view(np.uint8))  # bytes as stored; bfloat16 has no buffer format
+
+
+def _fsync_directory(directory: str) -> None:
+    if os.name == "nt":  # Windows cannot open a directory to fsync it
+        return
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _write_atomic(path: str, arrays: dict, metadata: dict) -> None:
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    tmp = os.path.join(directory, f".{os.path.basename(path)}.{os.getpid()}-{os.urandom(4).hex()}.tmp")
+    try:
+        with open(tmp, "xb") as f:
+            _write_safetensors(f, arrays, metadata)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    _fsync_directory(directory)
+
+
+def save(obj, path, protocol: int = 4, **configs) -> None:
+    """Save ``obj`` -- a tensor, or dicts, lists and tuples of tensors, numpy arrays and plain values
+    (None, bool, int, float, str) -- to one file, as ``paddle.save``.
+
+    The file is a safetensors file with the nesting as JSON in its metadata; nothing is pickled,
+    so ``oar.load`` cannot execute code. The write is atomic: a crash mid-save leaves the previous
+    file intact. ``path`` may also be a binary file object (``io.BytesIO``). ``protocol`` is
+    accepted for Paddle compatibility (2 to 4) and changes nothing.
+
+    >>> import oar, tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "model.pdparams")
+    >>> oar.save({"w": oar.ones([2, 2]), "epoch": 3}, path)
+    >>> state = oar.load(path)
+    >>> state["w"].shape, state["epoch"]
+    ([2, 2], 3)
+    """
+    if isinstance(protocol, bool) or not isinstance(protocol, int) or not 2 <= protocol <= 4:
+        raise ArgumentError(f"oar.save: protocol must be an int from 2 to 4 (as in Paddle), got {protocol!r}")
+    if configs:
+        raise ArgumentError(f"oar.save: unsupported arguments {sorted(configs)}; oar.save has one file format")
+    arrays, metadata = _metadata(obj)  # any unsupported value fails here, before a file is touched
+    if hasattr(path, "write"):
+        _write_safetensors(path, arrays, metadata)
+        return
+    path = _check_path(path, "oar.save")
+    if os.path.isdir(path):
+        raise ArgumentError(f"oar.save: {path!r} is a directory; give a file name (e.g. {os.path.join(path, 'model.pdparams')!r})")
+    _write_atomic(path, arrays, metadata)
+
+
+def _check_path(path, fn: str) -> str:
+    if not isinstance(path, (str, os.PathLike)):
+        raise ArgumentError(f"{fn}: path must be a str, an os.PathLike or a binary file object, got {type(path).__name__}")
+    path = os.fspath(path)
+    if not isinstance(path, str):
+        path = os.fsdecode(path)
+    if not os.path.basename(path):
+        raise ArgumentError(f"{fn}: path must name a file (dirname/filename), got {path!r}")
+    return path
+
+
+# ------------------------------------------------------------------------------------------
+# load
+# ------------------------------------------------------------------------------------------
+def _foreign_hint(data: bytes) -> str:
+    if len(data) >= 2 and data[0] == 0x80 and 2 <= data[1] <= 5:
+        return ("it is a pickle file (such as a checkpoint written by paddle.save or torch.save); oar never "
+                "unpickles, because unpickling a file can run any code in it. Convert the checkpoint in a "
+                "trusted environment: load it there and oar.save a dict of numpy arrays")
+    if data[:4] == b"PK\x03\x04":
+        return "it is a zip archive (such as a torch.save or numpy.savez file), not a file written by oar.save"
+    return "it is not a safetensors file written by oar.save"
+
+
+def _decode_header(data: bytes, where: str) -> dict:
+    import json
+
+    if len(data) < 9:
+        raise SerializationError(f"{where}: the file has {len(data)} bytes, too short for a file written by oar.save "
+                                 f"(truncated, or not an oar file)")
+    size = int.from_bytes(data[:8], "little")
+    if data[8:9] != b"{":
+        raise SerializationError(f"{where}: {_foreign_hint(data)}")
+    if size > len(data) - 8:
+        raise SerializationError(
+            f"{where}: the header says {size} bytes but the file has {len(data) - 8} after the length field: "
+            f"the file is truncated"
+        )
+    try:
+        header = json.loads(data[8:8 + size])
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise SerializationError(f"{where}: the safetensors header is not valid JSON ({exc}): the file is corrupted") from None
+    if not isinstance(header, dict):
+        raise SerializationError(f"{where}: the safetensors header is not a JSON object: the file is corrupted")
+    return header
+
+
+def _read_metadata(header: dict, where: str) -> tuple:
+    import json
+
+    metadata = header.get("__metadata__")
+    if not isinstance(metadata, dict) or metadata.get("format") != FORMAT:
+        raise SerializationError(
+            f"{where}: a safetensors file without oar.save's metadata (it was not written by oar.save); "
+            f"read its tensors with safetensors.numpy.load_file"
+        )
+    try:
+        version = int(metadata.get("version", ""))
+    except ValueError:
+        raise SerializationError(f"{where}: the format version {metadata.get('version')!r} is not a number: the file is corrupted") from None
+    if version > VERSION:
+        raise SerializationError(
+            f"{where}: written by a newer oar ({metadata.get('writer', 'unknown')}) in format version {version}; "
+            f"this oar reads format version {VERSION} and older: upgrade oar"
+        )
+    try:
+        structure = json.loads(metadata["structure"])
+        checksums = json.loads(metadata["crc32"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise SerializationError(f"{where}: oar.save's metadata is damaged ({type(exc).__name__}: {exc}): the file is corrupted") from None
+    if not isinstance(checksums, dict):
+        raise SerializationError(f"{where}: oar.save's checksum table is damaged: the file is corrupted")
+    return structure, checksums
+
+
+def _read_arrays(data: bytes, checksums: dict, where: str) -> dict[str, np.ndarray]:
+    import zlib
+
+    from safetensors import deserialize
+
+    try:
+        entries = deserialize(data)
+    except Exception as exc:  # noqa: BLE001 - safetensors raises its own error types; all mean a bad file
+        raise SerializationError(f"{where}: the safetensors data is invalid ({exc}): the file is truncated or corrupted") from None
+    arrays = {}
+    for name, entry in entries:
+        np_dtype = _CODE_TO_NP.get(entry["dtype"])
+        if np_dtype is None:
+            raise SerializationError(f"{where}: tensor {name!r} has dtype {entry['dtype']}, which oar does not read")
+        raw = entry["data"]
+        if zlib.crc32(raw) != checksums.get(name):
+            raise SerializationError(f"{where}: tensor {name!r} does not match its checksum: the file is corrupted")
+        array = np.frombuffer(raw, dtype=np_dtype).reshape(entry["shape"])
+        arrays[name] = array if array.flags.writeable else array.copy()
+    return arrays
+
+
+class _Decoder:
+    def __init__(self, arrays: dict, return_numpy: bool, where: str):
+        self.arrays = arrays
+        self.return_numpy = return_numpy
+        self.where = where
+        self.tensors: dict[str, object] = {}  # one entry loads as one object, as it was saved
+
+    def bad(self, what: str) -> SerializationError:
+        return SerializationError(f"{self.where}: the saved structure is damaged ({what}): the file is corrupted")
+
+    def array(self, entry) -> np.ndarray:
+        if not isinstance(entry, str) or entry not in self.arrays:
+            raise self.bad(f"it refers to a tensor {entry!r} the file does not hold")
+        return self.arrays[entry]
+
+    def decode(self, node):
+        if node is None or isinstance(node, (bool, int, float, str)):
+            return node
+        if not isinstance(node, dict) or not node:
+            raise self.bad(f"unexpected {type(node).__name__} node")
+        kind = next(iter(node))
+        value = node[kind]
+        if kind in ("dict", "odict"):
+            if not isinstance(value, list) or not all(isinstance(kv, list) and len(kv) == 2 for kv in value):
+                raise self.bad("a dict node is not a list of [key, value] pairs")
+            out = collections.OrderedDict() if kind == "odict" else {}
+            for key, item in value:
+                if isinstance(key, (dict, list)):
+                    raise self.bad(f"a dict key is a {type(key).__name__}")
+                out[key] = self.decode(item)
+            return out
+        if kind in ("list", "tuple"):
+            if not isinstance(value, list):
+                raise self.bad(f"a {kind} node does not hold a list")
+            items = [self.decode(v) for v in value]
+            return items if kind == "list" else tuple(items)
+        if kind == "float":
+            if value not in _NON_FINITE:
+                raise self.bad(f"unknown float {value!r}")
+            return _NON_FINITE[value]
+        if kind in ("ndarray", "npscalar"):
+            array = self.array(value)
+            return array[()] if kind == "npscalar" else array
+        if kind == "tensor":
+            if value in self.tensors:
+                return self.tensors[value]
+            array = self.array(value)
+            if self.return_numpy:
+                result = array
+            else:
+                from oar._core.dispatch import current_device
+
+                result = Tensor._wrap(array, "cpu", True, None, 0, None)._to_backend(current_device())
+                if "name" in node:
+                    result.name = str(node["name"])
+            self.tensors[value] = result
+            return result
+        raise self.bad(f"unknown node kind {kind!r}")
+
+
+def load(path, **configs):
+    """Load what ``oar.save`` wrote, as ``paddle.load``: tensors come back as plain ``oar.Tensor``
+    (``stop_gradient=True``, on the current device, with their saved names), numpy arrays as numpy
+    arrays, containers and plain values as they were. ``return_numpy=True`` gives numpy arrays
+    for tensors too.
+
+    A truncated, corrupted or foreign file (a pickle checkpoint, a safetensors file from another
+    tool, a file from a newer oar) raises ``oar.errors.SerializationError`` naming the path and
+    the problem; nothing in the file is ever executed.
+    """
+    return_numpy = configs.pop("return_numpy", False)
+    if configs:
+        raise ArgumentError(f"oar.load: unsupported arguments {sorted(configs)}; oar.load takes return_numpy")
+    if hasattr(path, "read"):
+        where = f"oar.load: {getattr(path, 'name', type(path).__name__)}"
+        data = path.read()
+    else:
+        path = _check_path(path, "oar.load")
+        where = f"oar.load: {path!r}"
+        if os.path.isdir(path):
+            raise SerializationError(f"{where} is a directory; oar.load reads one file written by oar.save")
+        if not os.path.exists(path):
+            raise FileNotFoundError(f"{where}: no such file")
+        with open(path, "rb") as f:
+            data = f.read()
+    header = _decode_header(data, where)
+    structure, checksums = _read_metadata(header, where)
+    arrays = _read_arrays(data, checksums, where)
+    return _Decoder(arrays, bool(return_numpy), where).decode(structure)
+
+
+__all__ = ["save", "load"]
