@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib
 
-FAMILIES = ("activation", "common", "conv", "loss", "norm", "pooling", "vision")
+FAMILIES = ("activation", "attention", "common", "conv", "loss", "norm", "pooling", "vision")
 
 
 def all_cases():

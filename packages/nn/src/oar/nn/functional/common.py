@@ -1,13 +1,37 @@
-"""Common functions of oar.nn.functional: linear, dropout, pad, embedding, interpolate, ..."""
+"""Common functions of oar.nn.functional: linear, bilinear, dropout, embedding, one_hot, pad,
+interpolate/upsample, cosine_similarity, label_smooth.
+
+``embedding`` and ``interpolate`` are ops, each paired with the op of its gradient
+(``embedding_grad``: a scatter-add of the rows; ``interpolate_grad``: the transposed resampling);
+each op of a pair is the other's gradient, so both differentiate again. The rest compose core
+ops; dropout masks come from ``oar.bernoulli``, which draws from oar's global generator, so
+``oar.seed`` makes them reproducible.
+
+>>> import oar
+>>> import oar.nn.functional as F
+>>> F.pad(oar.ones([1, 1, 2, 2]), [1, 1, 0, 0]).shape
+[1, 1, 2, 4]
+"""
 
 from __future__ import annotations
 
+import numpy as np
+
 import oar
-from oar._core.tensor import Tensor
+from oar._core import dtypes as _dt
+from oar._core.op import Op, TensorMeta
+from oar._ops._common import Tensor, as_tensor, dispatch, fmt_shape, normalize_axis
+from oar._ops.indexing import IndexOutOfRangeError, one_hot
+from oar._ops.shape import pad_axes, reshape_to
+from oar.errors import ArgumentError, DTypeError, ShapeError
+from oar.nn.functional.activation import SELU_ALPHA, SELU_SCALE, check_float
 
-OPS: list = []
+FLOATS = (_dt.float32, _dt.float64)  # float16 and bfloat16 compute in float32
 
 
+# ------------------------------------------------------------------------------------------
+# linear, bilinear
+# ------------------------------------------------------------------------------------------
 def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None, name=None) -> Tensor:
     """``x @ weight + bias`` with Paddle's weight layout ``[in_features, out_features]``.
 
@@ -19,4 +43,567 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None, name=None) -> 
     return out if bias is None else out + bias
 
 
-__all__ = ["linear"]
+def bilinear(x1, x2, weight, bias=None, name=None) -> Tensor:
+    """``out[n, o] = x1[n] @ weight[o] @ x2[n] + bias[o]`` with ``weight`` of shape
+    ``[out_features, in1_features, in2_features]`` and ``bias`` of shape ``[1, out_features]``.
+
+    >>> import oar
+    >>> oar.nn.functional.bilinear(oar.ones([5, 2]), oar.ones([5, 3]), oar.ones([4, 2, 3])).shape
+    [5, 4]
+    """
+    fn = "bilinear"
+    x1, x2, weight = as_tensor(x1, "x1", fn), as_tensor(x2, "x2", fn), as_tensor(weight, "weight", fn)
+    if x1.ndim != 2 or x2.ndim != 2 or weight.ndim != 3:
+        raise ShapeError(f"{fn}: expected x1 [N, in1], x2 [N, in2] and weight [out, in1, in2], got x1 {x1.shape}, "
+                         f"x2 {x2.shape} and weight {weight.shape}")
+    out_features, in1, in2 = weight.shape
+    if x1.shape[0] != x2.shape[0] or x1.shape[1] != in1 or x2.shape[1] != in2:
+        raise ShapeError(f"{fn}: x1 {x1.shape} and x2 {x2.shape} do not fit weight {weight.shape} "
+                         f"(expected x1 [N, {in1}] and x2 [N, {in2}])")
+    # [N, in1] @ [in1, out * in2] -> [N, out, in2], then contract in2 with x2.
+    folded = reshape_to(oar.transpose(weight, [1, 0, 2]), [in1, out_features * in2])
+    partial = reshape_to(oar.matmul(x1, folded), [x1.shape[0], out_features, in2])
+    out = oar.sum(partial * oar.unsqueeze(x2, 1), axis=-1)
+    if bias is not None:
+        out = out + as_tensor(bias, "bias", fn)
+    return out
+
+
+# ------------------------------------------------------------------------------------------
+# dropout
+# ------------------------------------------------------------------------------------------
+_DROPOUT_MODES = ("upscale_in_train", "downscale_in_infer")
+
+
+def _probability(fn: str, p) -> float:
+    if isinstance(p, Tensor):
+        p = p.item()
+    if isinstance(p, bool) or not isinstance(p, (int, float, np.integer, np.floating)):
+        raise ArgumentError(f"{fn}: p must be a number in [0, 1], got {type(p).__name__}")
+    if not 0.0 <= float(p) <= 1.0:
+        raise ArgumentError(f"{fn}: p must lie in [0, 1], got {p}")
+    return float(p)
+
+
+def _keep_mask(x: Tensor, shape, keep: float) -> Tensor:
+    """1 where an element is kept (probability ``keep``), else 0, in ``x``'s dtype."""
+    return oar.bernoulli(oar.full(shape, keep, dtype=x.dtype))
+
+
+def dropout(x, p: float = 0.5, axis=None, training: bool = True, mode: str = "upscale_in_train", name=None) -> Tensor:
+    """Zero each element with probability ``p`` (or whole slices: with ``axis``, one draw per
+    index of those axes, shared along the others).
+
+    ``mode='upscale_in_train'`` (Paddle's default) scales the kept values by ``1 / (1 - p)`` in
+    training and returns ``x`` unchanged in evaluation; ``'downscale_in_infer'`` keeps the
+    values in training and multiplies by ``1 - p`` in evaluation.
+
+    >>> import oar
+    >>> x = oar.ones([2, 3])
+    >>> oar.nn.functional.dropout(x, 0.5, training=False) is x
+    True
+    """
+    fn = "dropout"
+    p = _probability(fn, p)
+    if mode not in _DROPOUT_MODES:
+        raise ArgumentError(f"{fn}: mode must be 'upscale_in_train' or 'downscale_in_infer', got {mode!r}")
+    x = as_tensor(x, "x", fn)
+    check_float(fn, x)
+    if axis is None:
+        shape = x.shape
+    else:
+        if isinstance(axis, bool) or not isinstance(axis, (int, np.integer, list, tuple)):
+            raise ArgumentError(f"{fn}: axis must be None, an int or a list of ints, got {type(axis).__name__}")
+        axes = {normalize_axis(a, x.ndim, fn) for a in ([axis] if isinstance(axis, (int, np.integer)) else axis)}
+        shape = [d if i in axes else 1 for i, d in enumerate(x.shape)]
+    if p == 0.0:
+        return x
+    if not training:
+        return x if mode == "upscale_in_train" else x * (1.0 - p)
+    mask = _keep_mask(x, shape, 1.0 - p)
+    if mode == "upscale_in_train":
+        mask = mask * (1.0 / (1.0 - p)) if p < 1.0 else mask
+    return x * mask
+
+
+def _feature_dropout(fn: str, x, p, training, data_format, formats, ndim) -> Tensor:
+    x = as_tensor(x, "x", fn)
+    if x.ndim != ndim:
+        raise ShapeError(f"{fn}: x must be a {ndim}-D tensor ({formats[0]} or {formats[1]}), got shape {x.shape}")
+    if data_format not in formats:
+        raise ArgumentError(f"{fn}: data_format must be {formats[0]!r} or {formats[1]!r}, got {data_format!r}")
+    channel = 1 if data_format == formats[0] else ndim - 1
+    return dropout(x, p=p, axis=[0, channel], training=training, mode="upscale_in_train")
+
+
+def dropout2d(x, p: float = 0.5, training: bool = True, data_format: str = "NCHW", name=None) -> Tensor:
+    """Zero whole channels of a 4-D ``x`` with probability ``p`` (scaling the rest by ``1/(1-p)``).
+
+    >>> import oar
+    >>> oar.nn.functional.dropout2d(oar.ones([2, 3, 4, 4]), training=False).shape
+    [2, 3, 4, 4]
+    """
+    return _feature_dropout("dropout2d", x, p, training, data_format, ("NCHW", "NHWC"), 4)
+
+
+def dropout3d(x, p: float = 0.5, training: bool = True, data_format: str = "NCDHW", name=None) -> Tensor:
+    """Zero whole channels of a 5-D ``x`` with probability ``p`` (scaling the rest by ``1/(1-p)``)."""
+    return _feature_dropout("dropout3d", x, p, training, data_format, ("NCDHW", "NDHWC"), 5)
+
+
+def alpha_dropout(x, p: float = 0.5, training: bool = True, name=None) -> Tensor:
+    """Dropout for SELU networks: dropped elements take SELU's negative saturation value and an
+    affine correction keeps the mean and variance of the input.
+
+    >>> import oar
+    >>> x = oar.ones([3])
+    >>> oar.nn.functional.alpha_dropout(x, training=False) is x
+    True
+    """
+    fn = "alpha_dropout"
+    p = _probability(fn, p)
+    x = as_tensor(x, "x", fn)
+    check_float(fn, x)
+    if not training or p == 0.0:
+        return x
+    if p == 1.0:
+        return x * 0.0
+    alpha_p = -SELU_ALPHA * SELU_SCALE
+    a = ((1.0 - p) * (1.0 + p * alpha_p * alpha_p)) ** -0.5
+    b = -a * alpha_p * p
+    keep = _keep_mask(x, x.shape, 1.0 - p)
+    return (x * keep + (1.0 - keep) * alpha_p) * a + b
+
+
+# ------------------------------------------------------------------------------------------
+# embedding <-> embedding_grad
+# ------------------------------------------------------------------------------------------
+def _check_ids(fn: str, ids: np.ndarray, num: int) -> None:
+    if ids.size and (ids.min() < 0 or ids.max() >= num):
+        bad = ids.min() if ids.min() < 0 else ids.max()
+        raise IndexOutOfRangeError(f"{fn}: x contains the id {int(bad)}, out of range for {num} embeddings "
+                                   f"(expected 0..{num - 1})")
+
+
+def _embedding_kernel(weight, ids, padding_idx):
+    _check_ids("embedding", ids, weight.shape[0])
+    out = np.take(weight, ids, axis=0)
+    if padding_idx >= 0:
+        out[ids == padding_idx] = 0
+    return out
+
+
+def _embedding_meta(weight: TensorMeta, ids: TensorMeta, padding_idx) -> TensorMeta:
+    if not ids.dtype.is_integer:
+        raise DTypeError(f"embedding: x must be an integer tensor (int32 or int64), got {ids.dtype.name}")
+    if len(weight.shape) != 2:
+        raise ShapeError(f"embedding: weight must be 2-D [num_embeddings, embedding_dim], got {fmt_shape(weight.shape)}")
+    if not weight.dtype.is_floating:
+        raise DTypeError(f"embedding: weight must be a floating tensor, got {weight.dtype.name}")
+    return TensorMeta(tuple(ids.shape) + (weight.shape[1],), weight.dtype)
+
+
+embedding_op = Op("embedding", reference=_embedding_kernel, meta=_embedding_meta, nondiff_inputs=(1,))
+
+
+@embedding_op.defgrad
+def _embedding_rule(ctx, g):
+    ids = ctx.input(1)
+    attrs = {"num_embeddings": ctx.in_shapes[0][0], "padding_idx": ctx.attrs["padding_idx"]}
+    return dispatch(embedding_grad_op, (g, ids), attrs), None
+
+
+def _embedding_grad_kernel(g, ids, num_embeddings, padding_idx):
+    dim = g.shape[-1]
+    out = np.zeros((num_embeddings, dim), dtype=g.dtype)
+    flat = ids.reshape(-1)
+    if flat.size:
+        rows = g.reshape(-1, dim)
+        order = np.argsort(flat, kind="stable")
+        unique, starts = np.unique(flat[order], return_index=True)
+        out[unique] = np.add.reduceat(rows[order], starts, axis=0)
+    if padding_idx >= 0:
+        out[padding_idx] = 0
+    return out
+
+
+def _embedding_grad_meta(g: TensorMeta, ids: TensorMeta, num_embeddings, padding_idx) -> TensorMeta:
+    if tuple(g.shape[:-1]) != tuple(ids.shape):
+        raise ShapeError(f"embedding_grad: the gradient has shape {fmt_shape(g.shape)}, expected the ids' shape "
+                         f"{fmt_shape(ids.shape)} plus the embedding dimension")
+    return TensorMeta((num_embeddings, g.shape[-1]), g.dtype)
+
+
+embedding_grad_op = Op("embedding_grad", reference=_embedding_grad_kernel, meta=_embedding_grad_meta, nondiff_inputs=(1,))
+
+
+@embedding_grad_op.defgrad
+def _embedding_grad_rule(ctx, c):
+    return dispatch(embedding_op, (c, ctx.input(1)), {"padding_idx": ctx.attrs["padding_idx"]}), None
+
+
+def embedding(x, weight, padding_idx=None, sparse: bool = False, name=None) -> Tensor:
+    """The rows of ``weight`` (``[num_embeddings, embedding_dim]``) at the integer ids ``x``:
+    the output has shape ``x.shape + [embedding_dim]``.
+
+    Positions whose id equals ``padding_idx`` (negative values count from the end) output zeros
+    and send no gradient to that row. ``sparse`` is accepted; the gradient is dense.
+
+    >>> import oar
+    >>> w = oar.to_tensor([[1.0, 1.0], [2.0, 2.0], [3.0, 3.0]])
+    >>> oar.nn.functional.embedding(oar.to_tensor([2, 0]), w, padding_idx=0).tolist()
+    [[3.0, 3.0], [0.0, 0.0]]
+    """
+    fn = "embedding"
+    x, weight = as_tensor(x, "x", fn), as_tensor(weight, "weight", fn)
+    _embedding_meta(TensorMeta(tuple(weight.shape), weight.dtype), TensorMeta(tuple(x.shape), x.dtype), -1)
+    num = weight.shape[0]
+    if padding_idx is None:
+        padding = -1
+    else:
+        if isinstance(padding_idx, bool) or not isinstance(padding_idx, (int, np.integer)):
+            raise ArgumentError(f"{fn}: padding_idx must be None or an int, got {type(padding_idx).__name__}")
+        if not -num <= padding_idx < num:
+            raise ArgumentError(f"{fn}: padding_idx must lie in [{-num}, {num}) for {num} embeddings, got {padding_idx}")
+        padding = int(padding_idx) % num
+    return dispatch(embedding_op, (weight, x), {"padding_idx": padding})
+
+
+# ------------------------------------------------------------------------------------------
+# pad
+# ------------------------------------------------------------------------------------------
+_PAD_MODES = ("constant", "reflect", "replicate", "circular")
+_SPATIAL_FORMATS = {3: ("NCL", "NLC", "NCW", "NWC"), 4: ("NCHW", "NHWC"), 5: ("NCDHW", "NDHWC")}
+
+
+def _spatial_axes(fn: str, ndim: int, data_format) -> list[int]:
+    """The spatial axes of a 3-, 4- or 5-D ``x`` in ``data_format`` (channels second or last)."""
+    if ndim not in _SPATIAL_FORMATS:
+        raise ShapeError(f"{fn}: x must be 3-D, 4-D or 5-D here, got a {ndim}-D tensor")
+    if data_format is None:
+        data_format = _SPATIAL_FORMATS[ndim][0]
+    if not isinstance(data_format, str) or data_format not in sum(_SPATIAL_FORMATS.values(), ()):
+        raise ArgumentError(f"{fn}: data_format must be one of {list(_SPATIAL_FORMATS[ndim])} for a {ndim}-D x, "
+                            f"got {data_format!r}")
+    channel_last = data_format[1] != "C"
+    return list(range(1, ndim - 1)) if channel_last else list(range(2, ndim))
+
+
+def _int_values(fn: str, arg: str, values) -> list[int]:
+    if isinstance(values, Tensor):
+        values = values.tolist()
+    if isinstance(values, (int, np.integer)) and not isinstance(values, bool):
+        return [int(values)]
+    try:
+        out = [int(v) if not isinstance(v, Tensor) else int(v.item()) for v in values]
+    except (TypeError, ValueError):
+        raise ArgumentError(f"{fn}: {arg} must be an int or a list of ints, got {values!r}") from None
+    return out
+
+
+def pad(x, pad, mode: str = "constant", value: float = 0.0, data_format=None, pad_from_left_axis: bool = True,
+        name=None) -> Tensor:
+    """Pad ``x`` as Paddle does.
+
+    With ``mode='constant'`` and a ``pad`` list whose length is not ``2 * (ndim - 2)``: a list of
+    ``2 * ndim`` values pads every axis in order (``[before_0, after_0, before_1, ...]``; from the
+    last axis instead when ``pad_from_left_axis=False``), a shorter one pads from the last axis
+    backwards. Otherwise (every other mode, a tensor ``pad``, or ``2 * (ndim - 2)`` values) ``x`` is
+    3-, 4- or 5-D and ``pad`` gives the spatial axes of ``data_format`` from the last:
+    ``[left, right]``, ``[left, right, top, bottom]`` or ``[left, right, top, bottom, front, back]``.
+
+    >>> import oar
+    >>> oar.nn.functional.pad(oar.ones([1, 1, 2, 2]), [1, 0, 0, 2], value=5.0).shape
+    [1, 1, 4, 3]
+    """
+    fn = "pad"
+    x = as_tensor(x, "x", fn)
+    if mode not in _PAD_MODES:
+        raise ArgumentError(f"{fn}: mode must be one of {list(_PAD_MODES)}, got {mode!r}")
+    tensor_pad = isinstance(pad, Tensor)
+    values = _int_values(fn, "pad", pad)
+    n = x.ndim
+    pads = [0] * (2 * n)
+    if mode == "constant" and not tensor_pad and (n < 3 or len(values) != 2 * (n - 2)):
+        if len(values) % 2:
+            values = values + [0]
+        if len(values) > 2 * n:
+            raise ArgumentError(f"{fn}: pad has {len(values)} values, more than 2 * {n} for x of shape {x.shape}")
+        left_aligned = len(values) == 2 * n and pad_from_left_axis
+        for k in range(len(values) // 2):
+            axis = k if left_aligned else n - 1 - k
+            pads[2 * axis], pads[2 * axis + 1] = values[2 * k], values[2 * k + 1]
+    else:
+        axes = _spatial_axes(fn, n, data_format)
+        if len(values) != 2 * len(axes):
+            raise ArgumentError(f"{fn}: mode {mode!r} on a {n}-D x needs {2 * len(axes)} pad values (two per spatial "
+                                f"axis, from the last), got {len(values)}")
+        for k, axis in enumerate(reversed(axes)):
+            pads[2 * axis], pads[2 * axis + 1] = values[2 * k], values[2 * k + 1]
+    return pad_axes(x, pads, mode=mode, value=value)
+
+
+def zeropad2d(x, padding, data_format: str = "NCHW", name=None) -> Tensor:
+    """Zero-pad the height and width of a 4-D ``x``: ``padding = [left, right, top, bottom]``."""
+    values = _int_values("zeropad2d", "padding", padding)
+    if len(values) == 1:
+        values = values * 4
+    return pad(x, values, mode="constant", value=0.0, data_format=data_format)
+
+
+# ------------------------------------------------------------------------------------------
+# interpolate <-> interpolate_grad: separable resampling along each spatial axis
+# ------------------------------------------------------------------------------------------
+_CUBIC_A = -0.75
+
+
+def _cubic_weights(t: np.ndarray) -> list[np.ndarray]:
+    a = _CUBIC_A
+    w0 = ((a * (t + 1) - 5 * a) * (t + 1) + 8 * a) * (t + 1) - 4 * a
+    w1 = ((a + 2) * t - (a + 3)) * t * t + 1
+    s = 1 - t
+    w2 = ((a + 2) * s - (a + 3)) * s * s + 1
+    return [w0, w1, w2, 1 - w0 - w1 - w2]
+
+
+def resample_taps(mode: str, n_in: int, n_out: int, scale, align_corners: bool, align_mode: int):
+    """How output position ``k`` along one axis reads the input: a list of ``(index, weight)``
+    arrays of length ``n_out``, ``out[k] = sum(weight[k] * x[index[k]])``, with Paddle's rules
+    for the source coordinate. Indices never decrease along ``k``."""
+    k = np.arange(n_out, dtype=np.float64)
+    if align_corners:
+        ratio = (n_in - 1) / (n_out - 1) if n_out > 1 else 0.0
+    else:
+        ratio = 1.0 / scale if scale else n_in / n_out
+    last = n_in - 1
+    if mode == "nearest":
+        return [(np.minimum(np.floor(ratio * k).astype(np.int64), last), np.ones(n_out))]
+    if mode in ("linear", "bilinear", "trilinear"):
+        if align_mode == 0 and not align_corners:
+            src = np.maximum(ratio * (k + 0.5) - 0.5, 0.0)
+        else:
+            src = ratio * k
+        i0 = np.minimum(np.floor(src).astype(np.int64), last)
+        lam = src - i0
+        return [(i0, 1.0 - lam), (np.minimum(i0 + 1, last), lam)]
+    if mode == "bicubic":
+        src = ratio * k if align_corners else ratio * (k + 0.5) - 0.5
+        i = np.floor(src).astype(np.int64)
+        weights = _cubic_weights(src - i)
+        return [(np.clip(i - 1 + j, 0, last), weights[j]) for j in range(4)]
+    if mode == "area":  # adaptive average pooling: the mean of x[floor(k n/m) : ceil((k+1) n/m)]
+        ki = np.arange(n_out)
+        start = (ki * n_in) // n_out
+        end = -((-(ki + 1) * n_in) // n_out)
+        count = end - start
+        return [(np.minimum(start + j, end - 1), np.where(start + j < end, 1.0 / count, 0.0))
+                for j in range(int(count.max()))]
+    raise ArgumentError(f"interpolate: unknown mode {mode!r}")
+
+
+def _axis_weights(w: np.ndarray, ndim: int, axis: int, dtype) -> np.ndarray:
+    shape = [1] * ndim
+    shape[axis] = w.size
+    return w.astype(dtype).reshape(shape)
+
+
+def _scatter_axis(values: np.ndarray, index: np.ndarray, n: int, axis: int) -> np.ndarray:
+    """The transpose of ``take(x, index, axis)``: rows of ``values`` summed into ``n`` slots."""
+    shape = list(values.shape)
+    shape[axis] = n
+    out = np.zeros(shape, values.dtype)
+    if index.size == 0:
+        return out
+    moved_out, moved_values = np.moveaxis(out, axis, 0), np.moveaxis(values, axis, 0)
+    if np.all(index[1:] >= index[:-1]):  # sorted: equal indices are contiguous runs
+        unique, starts = np.unique(index, return_index=True)
+        moved_out[unique] = np.add.reduceat(moved_values, starts, axis=0)
+    else:
+        np.add.at(moved_out, index, moved_values)
+    return out
+
+
+def _interp_taps(attrs: dict, i: int):
+    return resample_taps(attrs["mode"], attrs["in_sizes"][i], attrs["out_sizes"][i], attrs["scales"][i],
+                         attrs["align_corners"], attrs["align_mode"])
+
+
+def _interpolate_kernel(x, **attrs):
+    out = x
+    for i, axis in enumerate(attrs["axes"]):
+        total = None
+        for index, weight in _interp_taps(attrs, i):
+            term = np.take(out, index, axis=axis)
+            if not np.all(weight == 1.0):
+                term = term * _axis_weights(weight, x.ndim, axis, x.dtype)
+            total = term if total is None else total + term
+        out = total
+    return out.astype(x.dtype, copy=False)
+
+
+def _interpolate_grad_kernel(g, **attrs):
+    out = g
+    for i, axis in reversed(list(enumerate(attrs["axes"]))):
+        total = None
+        for index, weight in _interp_taps(attrs, i):
+            term = out * _axis_weights(weight, g.ndim, axis, g.dtype)
+            term = _scatter_axis(term, index, attrs["in_sizes"][i], axis)
+            total = term if total is None else total + term
+        out = total
+    return out.astype(g.dtype, copy=False)
+
+
+def _resize_meta(fn: str, source: str):
+    def meta(x: TensorMeta, *, axes, in_sizes, out_sizes, mode, scales, align_corners, align_mode) -> TensorMeta:
+        if not x.dtype.is_floating:
+            raise DTypeError(f"{fn}: x must be a floating tensor, got {x.dtype.name}")
+        expected = in_sizes if source == "in" else out_sizes
+        for axis, size in zip(axes, expected):
+            if axis >= len(x.shape) or (x.shape[axis] is not None and x.shape[axis] != size):
+                raise ShapeError(f"{fn}: axis {axis} of x {fmt_shape(x.shape)} should have size {size}")
+        target = out_sizes if source == "in" else in_sizes
+        shape = list(x.shape)
+        for axis, size in zip(axes, target):
+            shape[axis] = size
+        return TensorMeta(tuple(shape), x.dtype)
+
+    return meta
+
+
+interpolate_op = Op("interpolate", reference=_interpolate_kernel, meta=_resize_meta("interpolate", "in"), dtypes=FLOATS)
+
+
+@interpolate_op.defgrad
+def _interpolate_rule(ctx, g):
+    return dispatch(interpolate_grad_op, (g,), dict(ctx.attrs))
+
+
+interpolate_grad_op = Op("interpolate_grad", reference=_interpolate_grad_kernel,
+                         meta=_resize_meta("interpolate_grad", "out"), dtypes=FLOATS)
+
+
+@interpolate_grad_op.defgrad
+def _interpolate_grad_rule(ctx, c):
+    return dispatch(interpolate_op, (c,), dict(ctx.attrs))
+
+
+_MODES_BY_NDIM = {3: ("nearest", "linear", "area"), 4: ("nearest", "bilinear", "bicubic", "area"),
+                  5: ("nearest", "trilinear", "area")}
+
+
+def _size_list(fn: str, arg: str, value, count: int, kind) -> list:
+    if isinstance(value, Tensor):
+        value = value.tolist()
+    if not isinstance(value, (list, tuple)):
+        value = [value] * count
+    value = [v.item() if isinstance(v, Tensor) else v for v in value]
+    if len(value) != count:
+        raise ArgumentError(f"{fn}: {arg} must have {count} values (one per spatial axis), got {list(value)}")
+    try:
+        out = [kind(v) for v in value]
+    except (TypeError, ValueError):
+        raise ArgumentError(f"{fn}: {arg} must hold numbers, got {list(value)}") from None
+    if any(v <= 0 for v in out):
+        raise ArgumentError(f"{fn}: {arg} must be positive, got {list(value)}")
+    return out
+
+
+def interpolate(x, size=None, scale_factor=None, mode: str = "nearest", align_corners: bool = False,
+                align_mode: int = 0, data_format=None, recompute_scale_factor=None, name=None) -> Tensor:
+    """Resize the spatial axes of a 3-, 4- or 5-D ``x`` to ``size`` or by ``scale_factor``.
+
+    Modes: ``'nearest'``, ``'linear'`` (3-D), ``'bilinear'`` and ``'bicubic'`` (4-D),
+    ``'trilinear'`` (5-D) and ``'area'`` (adaptive average). ``align_corners=True`` maps the corner
+    pixels onto each other; otherwise ``align_mode=0`` samples at half-pixel centres and
+    ``align_mode=1`` at ``k * in / out``. Given ``scale_factor``, the output size is
+    ``floor(in * scale)`` and the sampling ratio ``1 / scale`` unless
+    ``recompute_scale_factor=True``.
+
+    >>> import oar
+    >>> x = oar.to_tensor([[[1.0, 2.0]]])
+    >>> y = oar.nn.functional.interpolate(x, scale_factor=2, mode="linear", align_corners=True)
+    >>> [round(v, 4) for v in y.flatten().tolist()]
+    [1.0, 1.3333, 1.6667, 2.0]
+    """
+    fn = "interpolate"
+    x = as_tensor(x, "x", fn)
+    check_float(fn, x)
+    if x.ndim not in _MODES_BY_NDIM:
+        raise ShapeError(f"{fn}: x must be 3-D, 4-D or 5-D ([N, C, *spatial]), got shape {x.shape}")
+    mode = str(mode).lower()
+    if mode not in _MODES_BY_NDIM[x.ndim]:
+        raise ArgumentError(f"{fn}: mode {mode!r} does not apply to a {x.ndim}-D x; use one of "
+                            f"{list(_MODES_BY_NDIM[x.ndim])}")
+    if align_corners and mode in ("nearest", "area"):
+        raise ArgumentError(f"{fn}: align_corners=True only applies to the modes linear, bilinear, bicubic and "
+                            f"trilinear, not {mode!r}")
+    if align_mode not in (0, 1):
+        raise ArgumentError(f"{fn}: align_mode must be 0 or 1, got {align_mode!r}")
+    axes = _spatial_axes(fn, x.ndim, data_format)
+    in_sizes = [x.shape[a] for a in axes]
+    if (size is None) == (scale_factor is None):
+        raise ArgumentError(f"{fn}: give exactly one of size and scale_factor")
+    if size is not None:
+        out_sizes = _size_list(fn, "size", size, len(axes), int)
+        scales = [None] * len(axes)
+    else:
+        factors = _size_list(fn, "scale_factor", scale_factor, len(axes), float)
+        out_sizes = [int(n * s) for n, s in zip(in_sizes, factors)]
+        if any(s <= 0 for s in out_sizes):
+            raise ArgumentError(f"{fn}: scale_factor {factors} shrinks axes of sizes {in_sizes} to nothing")
+        scales = [None] * len(axes) if recompute_scale_factor or mode == "area" else factors
+    attrs = {"axes": axes, "in_sizes": in_sizes, "out_sizes": out_sizes, "mode": mode, "scales": scales,
+             "align_corners": bool(align_corners), "align_mode": int(align_mode)}
+    return dispatch(interpolate_op, (x,), attrs)
+
+
+def upsample(x, size=None, scale_factor=None, mode: str = "nearest", align_corners: bool = False,
+             align_mode: int = 0, data_format=None, name=None) -> Tensor:
+    """``interpolate`` under Paddle's other name."""
+    return interpolate(x, size, scale_factor, mode, align_corners, align_mode, data_format)
+
+
+# ------------------------------------------------------------------------------------------
+# small compositions
+# ------------------------------------------------------------------------------------------
+def cosine_similarity(x1, x2, axis: int = 1, eps: float = 1e-8) -> Tensor:
+    """``sum(x1 * x2) / sqrt(max(sum(x1^2) * sum(x2^2), eps^2))`` along ``axis``.
+
+    >>> import oar
+    >>> oar.nn.functional.cosine_similarity(oar.to_tensor([[1.0, 0.0]]), oar.to_tensor([[1.0, 0.0]])).tolist()
+    [1.0]
+    """
+    fn = "cosine_similarity"
+    x1, x2 = as_tensor(x1, "x1", fn), as_tensor(x2, "x2", fn)
+    check_float(fn, x1, "x1")
+    check_float(fn, x2, "x2")
+    dot = oar.sum(x1 * x2, axis=axis)
+    norms = oar.sum(x1 * x1, axis=axis) * oar.sum(x2 * x2, axis=axis)
+    return dot / oar.sqrt(oar.clip(norms, min=eps * eps))
+
+
+def label_smooth(label, prior_dist=None, epsilon: float = 0.1, name=None) -> Tensor:
+    """``(1 - epsilon) * label + epsilon * prior_dist`` (uniform over the last axis by default).
+
+    >>> import oar
+    >>> y = oar.nn.functional.label_smooth(oar.to_tensor([[0.0, 1.0]]), epsilon=0.2)
+    >>> [round(v, 4) for v in y.flatten().tolist()]
+    [0.1, 0.9]
+    """
+    fn = "label_smooth"
+    label = as_tensor(label, "label", fn)
+    check_float(fn, label, "label")
+    epsilon = float(epsilon)
+    if not 0.0 <= epsilon <= 1.0:
+        raise ArgumentError(f"{fn}: epsilon must lie in [0, 1], got {epsilon}")
+    if prior_dist is None:
+        return label * (1.0 - epsilon) + epsilon / label.shape[-1]
+    return label * (1.0 - epsilon) + as_tensor(prior_dist, "prior_dist", fn) * epsilon
+
+
+OPS = [embedding_op, embedding_grad_op, interpolate_op, interpolate_grad_op]
+__all__ = [
+    "linear", "bilinear", "dropout", "dropout2d", "dropout3d", "alpha_dropout", "embedding", "one_hot", "pad",
+    "zeropad2d", "interpolate", "upsample", "cosine_similarity", "label_smooth",
+]
+

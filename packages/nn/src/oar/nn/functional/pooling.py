@@ -1,6 +1,520 @@
-"""Pooling functions of oar.nn.functional."""
+"""Pooling of oar.nn.functional: max/avg pooling (1-d, 2-d) and adaptive pooling, Paddle's API.
+
+The ops are N-d and channel-first (``[N, C, *spatial]``); channel-last inputs are transposed
+around them. Every gradient is an op with its own gradient rule, so pooling differentiates to
+any order:
+
+- ``max_pool`` -> (out, mask): the mask is Paddle's, the flat index of each maximum in its
+  ``[N, C]`` plane of the input (int32). A window of padding only (possible with ceil_mode or a
+  padding as large as the kernel) gives -inf and mask -1, and no gradient. Its gradient is
+  ``max_pool_grad``, which adds each output gradient at its mask position; the gradient of that
+  gathers at the mask again. ``adaptive_max_pool`` shares ``max_pool_grad``.
+- ``avg_pool`` and ``avg_pool_grad`` are each other's adjoint, and so are ``adaptive_avg_pool``
+  and ``adaptive_avg_pool_grad``.
+
+Kernels loop over the kernel offsets (never over pixels): each offset is one strided view of the
+padded input. Adaptive windows (Paddle's ``floor(i * in / out)`` to ``ceil((i + 1) * in / out)``)
+are one averaging matrix per dim, or a gather of the largest window for the maximum.
+"""
 
 from __future__ import annotations
 
-OPS: list = []
-__all__: list[str] = []
+import numpy as np
+
+from oar._core import dtypes as _dt
+from oar._core.op import Op
+from oar._ops._common import Tensor, TensorMeta, as_tensor, dispatch, fmt_shape
+from oar._ops.elementwise import cast, where
+from oar._ops.indexing import take_along_axis
+from oar._ops.shape import pad_axes, reshape
+from oar.errors import ArgumentError, DTypeError, ShapeError
+from oar.nn.functional.conv import (
+    CHANNEL_FIRST,
+    CHANNEL_LAST,
+    NATIVE_FLOATS,
+    channel_last,
+    check_float,
+    int_list,
+    parse_padding,
+    same_padding,
+    to_channel_first,
+    to_channel_last,
+)
+
+
+# -- shapes -----------------------------------------------------------------------------------
+def pool_sizes(op: str, sizes, kernel, stride, padding, ceil_mode) -> tuple:
+    """Paddle's pooling output sizes: ``(size + before + after - k [+ stride - 1]) // stride + 1``."""
+    out = []
+    for i, (size, k, s) in enumerate(zip(sizes, kernel, stride)):
+        if size is None:
+            out.append(None)
+            continue
+        padded = size + padding[2 * i] + padding[2 * i + 1]
+        n = (padded - k + (s - 1 if ceil_mode else 0)) // s + 1
+        if padded < k or n < 1:
+            raise ShapeError(f"{op}: spatial dim {i} of size {size} (padded by {padding[2 * i]} and "
+                             f"{padding[2 * i + 1]}: {padded}) is smaller than the kernel {k}")
+        out.append(n)
+    return tuple(out)
+
+
+def _pool_input_meta(op: str, x: TensorMeta, kernel_size, stride, padding) -> int:
+    nd = len(x.shape) - 2
+    if nd < 1:
+        raise ShapeError(f"{op}: x must have a batch, a channel and at least one spatial dim, got {fmt_shape(x.shape)}")
+    if not x.dtype.is_floating:
+        raise DTypeError(f"{op}: x must be a floating tensor, got {x.dtype.name}")
+    if len(kernel_size) != nd or len(stride) != nd or len(padding) != 2 * nd:
+        raise ArgumentError(f"{op}: kernel_size {kernel_size}, stride {stride} and padding {padding} must have "
+                            f"{nd}, {nd} and {2 * nd} entries for x {fmt_shape(x.shape)}")
+    if any(k < 1 for k in kernel_size) or any(s < 1 for s in stride) or any(p < 0 for p in padding):
+        raise ArgumentError(f"{op}: kernel_size {kernel_size} and stride {stride} must be >= 1, padding "
+                            f"{padding} >= 0")
+    return nd
+
+
+def _max_pool_meta(x: TensorMeta, kernel_size, stride, padding, ceil_mode):
+    _pool_input_meta("max_pool", x, kernel_size, stride, padding)
+    shape = (*x.shape[:2], *pool_sizes("max_pool", x.shape[2:], kernel_size, stride, padding, ceil_mode))
+    return TensorMeta(shape, x.dtype), TensorMeta(shape, _dt.int32)
+
+
+def _avg_pool_meta(x: TensorMeta, kernel_size, stride, padding, ceil_mode, exclusive) -> TensorMeta:
+    _pool_input_meta("avg_pool", x, kernel_size, stride, padding)
+    sizes = pool_sizes("avg_pool", x.shape[2:], kernel_size, stride, padding, ceil_mode)
+    return TensorMeta((*x.shape[:2], *sizes), x.dtype)
+
+
+def _check_grad_meta(op: str, g: TensorMeta, out_sizes) -> None:
+    if not g.dtype.is_floating:
+        raise DTypeError(f"{op}: grad must be a floating tensor, got {g.dtype.name}")
+    if len(g.shape) != len(out_sizes) + 2 or any(
+            a is not None and b is not None and a != b for a, b in zip(g.shape[2:], out_sizes)):
+        raise ShapeError(f"{op}: grad {fmt_shape(g.shape)} does not have the pooling output's spatial "
+                         f"sizes {list(out_sizes)}")
+
+
+def _avg_pool_grad_meta(g: TensorMeta, input_size, kernel_size, stride, padding, ceil_mode, exclusive) -> TensorMeta:
+    x = TensorMeta((*g.shape[:2], *input_size), g.dtype)
+    _check_grad_meta("avg_pool_grad", g, _avg_pool_meta(x, kernel_size, stride, padding, ceil_mode, exclusive).shape[2:])
+    return x
+
+
+def _max_pool_grad_meta(g: TensorMeta, mask: TensorMeta, input_size) -> TensorMeta:
+    if mask.dtype is not _dt.int32 or tuple(mask.shape) != tuple(g.shape):
+        raise ShapeError(f"max_pool_grad: mask must be an int32 tensor of grad's shape {fmt_shape(g.shape)}, got "
+                         f"{mask.dtype.name}{fmt_shape(mask.shape)}")
+    _check_grad_meta("max_pool_grad", g, g.shape[2:])
+    return TensorMeta((*g.shape[:2], *input_size), g.dtype)
+
+
+def _adaptive_meta(op: str, x: TensorMeta, output_size) -> tuple:
+    if len(x.shape) < 3 or len(output_size) != len(x.shape) - 2:
+        raise ShapeError(f"{op}: output_size {output_size} must have one entry per spatial dim of x {fmt_shape(x.shape)}")
+    if not x.dtype.is_floating:
+        raise DTypeError(f"{op}: x must be a floating tensor, got {x.dtype.name}")
+    if any(o is not None and o < 1 for o in output_size):
+        raise ArgumentError(f"{op}: output_size {output_size} must be >= 1")
+    return (*x.shape[:2], *output_size)
+
+
+def _adaptive_avg_pool_meta(x: TensorMeta, output_size) -> TensorMeta:
+    return TensorMeta(_adaptive_meta("adaptive_avg_pool", x, output_size), x.dtype)
+
+
+def _adaptive_avg_pool_grad_meta(g: TensorMeta, input_size) -> TensorMeta:
+    x = TensorMeta((*g.shape[:2], *input_size), g.dtype)
+    _check_grad_meta("adaptive_avg_pool_grad", g, g.shape[2:])
+    _adaptive_meta("adaptive_avg_pool_grad", x, list(g.shape[2:]))
+    return x
+
+
+def _adaptive_max_pool_meta(x: TensorMeta, output_size):
+    shape = _adaptive_meta("adaptive_max_pool", x, output_size)
+    return TensorMeta(shape, x.dtype), TensorMeta(shape, _dt.int32)
+
+
+# -- kernels ----------------------------------------------------------------------------------
+def _padded(x: np.ndarray, kernel, stride, padding, out, value) -> np.ndarray:
+    """``x`` padded with ``value``, and further after each dim as far as ceil_mode's last window reaches."""
+    nd = x.ndim - 2
+    widths = [(0, 0), (0, 0)]
+    for i in range(nd):
+        reach = (out[i] - 1) * stride[i] + kernel[i]  # padded length the windows read
+        before = padding[2 * i]
+        widths.append((before, max(reach - before - x.shape[2 + i], 0)))
+    return np.pad(x, widths, constant_values=value) if any(widths[2:]) else x
+
+
+def _window(offset, stride, out) -> tuple:
+    """The strided view, in padded coordinates, of kernel element ``offset`` in every window."""
+    return (Ellipsis, *(slice(k, k + (o - 1) * s + 1, s) for k, s, o in zip(offset, stride, out)))
+
+
+def _window_counts(sizes, kernel, stride, padding, out, exclusive, dtype) -> np.ndarray:
+    """The divisor of every window (broadcastable to the output's spatial dims): the elements of
+    the input it covers, or with ``exclusive=False`` also its padding (not past the padding)."""
+    counts = np.ones((), dtype)
+    for i, (size, k, s, o) in enumerate(zip(sizes, kernel, stride, out)):
+        start = np.arange(o) * s - padding[2 * i]
+        end = np.minimum(start + k, size + padding[2 * i + 1])
+        if exclusive:
+            start, end = np.maximum(start, 0), np.minimum(end, size)
+        count = np.maximum(end - start, 1).astype(dtype)  # a window in the padding only averages to 0
+        counts = np.multiply.outer(counts, count)
+    return counts
+
+
+def _max_pool_kernel(x, kernel_size, stride, padding, ceil_mode):
+    sizes = x.shape[2:]
+    out = pool_sizes("max_pool", sizes, kernel_size, stride, padding, ceil_mode)
+    xp = _padded(x, kernel_size, stride, padding, out, -np.inf)
+    best = np.full((*x.shape[:2], *out), -np.inf, dtype=x.dtype)
+    arg = np.zeros(best.shape, dtype=np.int64)
+    for j, offset in enumerate(np.ndindex(*kernel_size)):
+        values = xp[_window(offset, stride, out)]
+        # the first maximum wins (as in Paddle); a NaN beats everything and propagates
+        better = (values > best) | (np.isnan(values) & ~np.isnan(best))
+        best = np.where(better, values, best)
+        arg = np.where(better, j, arg)
+    # the window offset of each maximum -> its position in the input's plane (-1: padding)
+    offsets = np.unravel_index(arg, kernel_size)
+    flat = np.zeros(best.shape, dtype=np.int64)
+    inside = np.ones(best.shape, dtype=bool)
+    for i, (size, s) in enumerate(zip(sizes, stride)):
+        shape = [1] * len(sizes)
+        shape[i] = out[i]
+        pos = (np.arange(out[i]) * s - padding[2 * i]).reshape(shape) + offsets[i]
+        inside &= (pos >= 0) & (pos < size)
+        flat = flat * size + pos
+    mask = np.where(inside, flat, -1).astype(np.int32)
+    return best, mask
+
+
+def _max_pool_grad_kernel(g, mask, input_size):
+    planes, positions = g.shape[0] * g.shape[1], int(np.prod(input_size))
+    # one extra slot per plane collects the windows whose mask is -1
+    index = np.where(mask < 0, positions, mask).reshape(planes, -1).astype(np.int64)
+    index += np.arange(planes)[:, None] * (positions + 1)
+    summed = np.bincount(index.ravel(), weights=g.reshape(-1), minlength=planes * (positions + 1))
+    summed = summed.reshape(planes, positions + 1)[:, :positions]
+    return summed.astype(g.dtype).reshape(*g.shape[:2], *input_size)
+
+
+def _avg_pool_kernel(x, kernel_size, stride, padding, ceil_mode, exclusive):
+    sizes = x.shape[2:]
+    out = pool_sizes("avg_pool", sizes, kernel_size, stride, padding, ceil_mode)
+    xp = _padded(x, kernel_size, stride, padding, out, 0.0)
+    total = np.zeros((*x.shape[:2], *out), dtype=x.dtype)
+    for offset in np.ndindex(*kernel_size):
+        total += xp[_window(offset, stride, out)]
+    return total / _window_counts(sizes, kernel_size, stride, padding, out, exclusive, x.dtype)
+
+
+def _avg_pool_grad_kernel(g, input_size, kernel_size, stride, padding, ceil_mode, exclusive):
+    out = g.shape[2:]
+    share = g / _window_counts(input_size, kernel_size, stride, padding, out, exclusive, g.dtype)
+    canvas = _padded(np.zeros((*g.shape[:2], *input_size), g.dtype), kernel_size, stride, padding, out, 0.0)
+    for offset in np.ndindex(*kernel_size):
+        canvas[_window(offset, stride, out)] += share
+    crop = tuple(slice(padding[2 * i], padding[2 * i] + n) for i, n in enumerate(input_size))
+    return np.ascontiguousarray(canvas[(Ellipsis, *crop)])
+
+
+def adaptive_bounds(size: int, out: int) -> tuple[np.ndarray, np.ndarray]:
+    """Paddle's adaptive windows: ``[floor(i * size / out), ceil((i + 1) * size / out))``."""
+    i = np.arange(out)
+    return (i * size) // out, -((-(i + 1) * size) // out)
+
+
+def _averaging_matrix(size: int, out: int, dtype) -> np.ndarray:
+    """``[out, size]``: row i averages adaptive window i."""
+    start, end = adaptive_bounds(size, out)
+    positions = np.arange(size)
+    inside = (positions >= start[:, None]) & (positions < end[:, None])
+    return (inside / (end - start)[:, None]).astype(dtype)
+
+
+def _contract(a: np.ndarray, matrices) -> np.ndarray:
+    """``a`` [N, C, *S] with each spatial dim i multiplied by ``matrices[i]`` ([new, old])."""
+    for i, m in enumerate(matrices):
+        a = np.moveaxis(np.moveaxis(a, 2 + i, -1) @ m.T, -1, 2 + i)
+    return np.ascontiguousarray(a)
+
+
+def _adaptive_avg_pool_kernel(x, output_size):
+    return _contract(x, [_averaging_matrix(s, o, x.dtype) for s, o in zip(x.shape[2:], output_size)])
+
+
+def _adaptive_avg_pool_grad_kernel(g, input_size):
+    return _contract(g, [_averaging_matrix(s, o, g.dtype).T for s, o in zip(input_size, g.shape[2:])])
+
+
+def _adaptive_max_pool_kernel(x, output_size):
+    nd, sizes = x.ndim - 2, x.shape[2:]
+    index, widths = [], []
+    for i, (size, o) in enumerate(zip(sizes, output_size)):
+        start, end = adaptive_bounds(size, o)
+        width = int((end - start).max())
+        # shorter windows repeat their last element: the maximum and its first position stay
+        idx = np.minimum(start[:, None] + np.arange(width), end[:, None] - 1)
+        shape = [1] * (2 * nd)
+        shape[2 * i], shape[2 * i + 1] = o, width
+        index.append(idx.reshape(shape))
+        widths.append(width)
+    windows = x[(slice(None), slice(None), *index)]  # [N, C, o_0, w_0, o_1, w_1, ...]
+    windows = windows.transpose(0, 1, *range(2, 2 + 2 * nd, 2), *range(3, 3 + 2 * nd, 2))
+    windows = windows.reshape(*x.shape[:2], *output_size, -1)
+    arg = np.argmax(windows, axis=-1)  # the first maximum, or the first NaN
+    best = np.take_along_axis(windows, arg[..., None], axis=-1)[..., 0]
+    offsets = np.unravel_index(arg, widths)
+    flat = np.zeros(arg.shape, dtype=np.int64)
+    for i, size in enumerate(sizes):
+        pos = index[i].reshape(output_size[i], widths[i])
+        shape = [1] * nd
+        shape[i] = output_size[i]
+        rows = np.arange(output_size[i]).reshape(shape)
+        flat = flat * size + pos[rows, offsets[i]]
+    return np.ascontiguousarray(best), flat.astype(np.int32)
+
+
+max_pool_op = Op("max_pool", reference=_max_pool_kernel, meta=_max_pool_meta, dtypes=NATIVE_FLOATS, num_outputs=2)
+max_pool_grad_op = Op("max_pool_grad", reference=_max_pool_grad_kernel, meta=_max_pool_grad_meta,
+                      dtypes=NATIVE_FLOATS, nondiff_inputs=(1,))
+avg_pool_op = Op("avg_pool", reference=_avg_pool_kernel, meta=_avg_pool_meta, dtypes=NATIVE_FLOATS)
+avg_pool_grad_op = Op("avg_pool_grad", reference=_avg_pool_grad_kernel, meta=_avg_pool_grad_meta,
+                      dtypes=NATIVE_FLOATS)
+adaptive_avg_pool_op = Op("adaptive_avg_pool", reference=_adaptive_avg_pool_kernel, meta=_adaptive_avg_pool_meta,
+                          dtypes=NATIVE_FLOATS)
+adaptive_avg_pool_grad_op = Op("adaptive_avg_pool_grad", reference=_adaptive_avg_pool_grad_kernel,
+                               meta=_adaptive_avg_pool_grad_meta, dtypes=NATIVE_FLOATS)
+adaptive_max_pool_op = Op("adaptive_max_pool", reference=_adaptive_max_pool_kernel, meta=_adaptive_max_pool_meta,
+                          dtypes=NATIVE_FLOATS, num_outputs=2)
+
+
+# -- gradient rules -----------------------------------------------------------------------------
+def _max_grad(ctx, g, _mask_grad=None):
+    mask = ctx.output(1)  # the pooled output itself is not needed
+    return dispatch(max_pool_grad_op, (g, mask), {"input_size": list(ctx.in_shapes[0][2:])})
+
+
+max_pool_op.defgrad(_max_grad)
+adaptive_max_pool_op.defgrad(_max_grad)
+
+
+@max_pool_grad_op.defgrad
+def _max_pool_grad_grad(ctx, gg):
+    # gather gg at the mask; a -1 (a window of padding only) reads an appended zero
+    g_shape, _ = ctx.in_shapes
+    mask = ctx.input(1)
+    planes = list(g_shape[:2])
+    positions = int(np.prod(ctx.attrs["input_size"]))
+    flat = pad_axes(reshape(gg, planes + [positions]), [0, 0, 0, 0, 0, 1])
+    index = where(mask < 0, positions, cast(mask, "int64"))
+    picked = take_along_axis(flat, reshape(index, planes + [-1]), axis=2, broadcast=False)
+    return reshape(picked, list(g_shape)), None
+
+
+@avg_pool_op.defgrad
+def _avg_pool_grad(ctx, g):
+    return dispatch(avg_pool_grad_op, (g,), {"input_size": list(ctx.in_shapes[0][2:]), **ctx.attrs})
+
+
+@avg_pool_grad_op.defgrad
+def _avg_pool_grad_grad(ctx, gg):
+    attrs = {k: v for k, v in ctx.attrs.items() if k != "input_size"}
+    return dispatch(avg_pool_op, (gg,), attrs)
+
+
+@adaptive_avg_pool_op.defgrad
+def _adaptive_avg_pool_grad(ctx, g):
+    return dispatch(adaptive_avg_pool_grad_op, (g,), {"input_size": list(ctx.in_shapes[0][2:])})
+
+
+@adaptive_avg_pool_grad_op.defgrad
+def _adaptive_avg_pool_grad_grad(ctx, gg):
+    return dispatch(adaptive_avg_pool_op, (gg,), {"output_size": list(ctx.in_shapes[0][2:])})
+
+
+OPS = [max_pool_op, max_pool_grad_op, avg_pool_op, avg_pool_grad_op, adaptive_avg_pool_op,
+       adaptive_avg_pool_grad_op, adaptive_max_pool_op]
+
+
+# -- public functions ---------------------------------------------------------------------------
+def _input(fn: str, x, nd: int, data_format) -> tuple[Tensor, bool]:
+    x = as_tensor(x, "x", fn)
+    last = channel_last(fn, data_format, nd)
+    if x.ndim != nd + 2:
+        layout = CHANNEL_LAST[nd] if last else CHANNEL_FIRST[nd]
+        raise ShapeError(f"{fn}: x must be a {nd + 2}-d tensor in {layout} layout, got shape {x.shape}")
+    check_float(fn, x=x)
+    return x, last
+
+
+def _window_args(fn: str, nd: int, x: Tensor, kernel_size, stride, padding, ceil_mode, last: bool) -> dict:
+    """The op attributes of a pooling call, in channel-first terms, from Paddle's arguments."""
+    kernel = int_list(fn, "kernel_size", kernel_size, nd, minimum=1)
+    stride = kernel if stride is None else int_list(fn, "stride", stride, nd, minimum=1)
+    algorithm, pads = parse_padding(fn, padding, nd, last)
+    sizes = x.shape[1:-1] if last else x.shape[2:]
+    if algorithm == "VALID" and ceil_mode:
+        raise ArgumentError(f"{fn}: padding='VALID' needs ceil_mode=False")
+    if algorithm == "SAME":
+        pads = same_padding(fn, sizes, kernel, stride)
+    pool_sizes(fn, sizes, kernel, stride, pads, bool(ceil_mode))
+    return {"kernel_size": kernel, "stride": stride, "padding": pads, "ceil_mode": bool(ceil_mode)}
+
+
+def _max_pool_nd(fn, nd, x, kernel_size, stride, padding, return_mask, ceil_mode, data_format):
+    x, last = _input(fn, x, nd, data_format)
+    if return_mask and last:
+        raise ArgumentError(f"{fn}: return_mask=True needs data_format {CHANNEL_FIRST[nd]!r}, got {data_format!r}")
+    attrs = _window_args(fn, nd, x, kernel_size, stride, padding, ceil_mode, last)
+    out, mask = dispatch(max_pool_op, (to_channel_first(x, nd) if last else x,), attrs)
+    if last:
+        return to_channel_last(out, nd)
+    return (out, mask) if return_mask else out
+
+
+def _avg_pool_nd(fn, nd, x, kernel_size, stride, padding, ceil_mode, exclusive, divisor_override, data_format):
+    x, last = _input(fn, x, nd, data_format)
+    attrs = _window_args(fn, nd, x, kernel_size, stride, padding, ceil_mode, last)
+    attrs["exclusive"] = bool(exclusive)
+    if divisor_override is not None and (not isinstance(divisor_override, (int, float)) or isinstance(divisor_override, bool)
+                                         or divisor_override == 0):
+        raise ArgumentError(f"{fn}: divisor_override must be a non-zero int or float, got {divisor_override!r}")
+    out = dispatch(avg_pool_op, (to_channel_first(x, nd) if last else x,), attrs)
+    if divisor_override is not None:
+        # Paddle rescales the pooled average: average * prod(kernel_size) / divisor_override
+        out = out * (float(np.prod(attrs["kernel_size"])) / divisor_override)
+    return to_channel_last(out, nd) if last else out
+
+
+def max_pool1d(x, kernel_size, stride=None, padding=0, return_mask=False, ceil_mode=False, name=None):
+    """Max pooling over ``x`` [N, C, L]; ``stride`` defaults to ``kernel_size``. With
+    ``return_mask=True`` it also returns the int32 position of each maximum in L.
+
+    >>> import oar
+    >>> x = oar.to_tensor([[[1., 3, 2, 5, 4]]])
+    >>> oar.nn.functional.max_pool1d(x, 2).tolist()
+    [[[3.0, 5.0]]]
+    >>> oar.nn.functional.max_pool1d(x, 2, ceil_mode=True, return_mask=True)[1].tolist()
+    [[[1, 3, 4]]]
+    """
+    return _max_pool_nd("max_pool1d", 1, x, kernel_size, stride, padding, return_mask, ceil_mode, "NCL")
+
+
+def max_pool2d(x, kernel_size, stride=None, padding=0, return_mask=False, ceil_mode=False, data_format="NCHW",
+               name=None):
+    """Max pooling over ``x`` [N, C, H, W] (or NHWC); ``stride`` defaults to ``kernel_size``.
+    With ``return_mask=True`` (NCHW only) it also returns the int32 index ``h * W + w`` of each maximum.
+
+    >>> import oar
+    >>> x = oar.arange(16, dtype="float32").reshape([1, 1, 4, 4])
+    >>> oar.nn.functional.max_pool2d(x, kernel_size=2).tolist()
+    [[[[5.0, 7.0], [13.0, 15.0]]]]
+    """
+    return _max_pool_nd("max_pool2d", 2, x, kernel_size, stride, padding, return_mask, ceil_mode, data_format)
+
+
+def avg_pool1d(x, kernel_size, stride=None, padding=0, exclusive=True, ceil_mode=False, name=None):
+    """Average pooling over ``x`` [N, C, L]. ``exclusive=True`` (Paddle's default) divides by
+    the input elements in each window, ``False`` also counts the padding.
+
+    >>> import oar
+    >>> x = oar.to_tensor([[[1., 2, 3, 4]]])
+    >>> oar.nn.functional.avg_pool1d(x, 2, padding=1).tolist()
+    [[[1.0, 2.5, 4.0]]]
+    >>> oar.nn.functional.avg_pool1d(x, 2, padding=1, exclusive=False).tolist()
+    [[[0.5, 2.5, 2.0]]]
+    """
+    return _avg_pool_nd("avg_pool1d", 1, x, kernel_size, stride, padding, ceil_mode, exclusive, None, "NCL")
+
+
+def avg_pool2d(x, kernel_size, stride=None, padding=0, ceil_mode=False, exclusive=True, divisor_override=None,
+               data_format="NCHW", name=None):
+    """Average pooling over ``x`` [N, C, H, W] (or NHWC). With ``divisor_override`` the result is
+    Paddle's: the average times ``kh * kw / divisor_override``.
+
+    >>> import oar
+    >>> x = oar.arange(16, dtype="float32").reshape([1, 1, 4, 4])
+    >>> oar.nn.functional.avg_pool2d(x, kernel_size=2).tolist()
+    [[[[2.5, 4.5], [10.5, 12.5]]]]
+    """
+    return _avg_pool_nd("avg_pool2d", 2, x, kernel_size, stride, padding, ceil_mode, exclusive, divisor_override,
+                        data_format)
+
+
+def _output_size(fn: str, output_size, sizes) -> list[int]:
+    """An int or one entry per spatial dim; ``None`` keeps that input size (Paddle)."""
+    nd = len(sizes)
+    if isinstance(output_size, (list, tuple)) and len(output_size) == nd:
+        output_size = [s if o is None else o for o, s in zip(output_size, sizes)]
+    return int_list(fn, "output_size", output_size, nd, minimum=1)
+
+
+def _adaptive_avg_nd(fn, nd, x, output_size, data_format):
+    x, last = _input(fn, x, nd, data_format)
+    sizes = x.shape[1:-1] if last else x.shape[2:]
+    attrs = {"output_size": _output_size(fn, output_size, sizes)}
+    out = dispatch(adaptive_avg_pool_op, (to_channel_first(x, nd) if last else x,), attrs)
+    return to_channel_last(out, nd) if last else out
+
+
+def _adaptive_max_nd(fn, nd, x, output_size, return_mask):
+    x, _ = _input(fn, x, nd, CHANNEL_FIRST[nd])
+    out, mask = dispatch(adaptive_max_pool_op, (x,), {"output_size": _output_size(fn, output_size, x.shape[2:])})
+    return (out, mask) if return_mask else out
+
+
+def adaptive_avg_pool1d(x, output_size, name=None):
+    """Average pooling of ``x`` [N, C, L] into ``output_size`` windows, window i covering
+    ``[floor(i * L / out), ceil((i + 1) * L / out))``.
+
+    >>> import oar
+    >>> oar.nn.functional.adaptive_avg_pool1d(oar.to_tensor([[[1., 2, 3, 4, 5]]]), 2).tolist()
+    [[[2.0, 4.0]]]
+    """
+    return _adaptive_avg_nd("adaptive_avg_pool1d", 1, x, output_size, "NCL")
+
+
+def adaptive_avg_pool2d(x, output_size, data_format="NCHW", name=None):
+    """Average pooling of ``x`` [N, C, H, W] (or NHWC) into an ``output_size`` grid of adaptive
+    windows; ``None`` in ``output_size`` keeps that input size.
+
+    >>> import oar
+    >>> oar.nn.functional.adaptive_avg_pool2d(oar.ones([2, 3, 7, 5]), output_size=[3, None]).shape
+    [2, 3, 3, 5]
+    """
+    return _adaptive_avg_nd("adaptive_avg_pool2d", 2, x, output_size, data_format)
+
+
+def adaptive_max_pool1d(x, output_size, return_mask=False, name=None):
+    """Max pooling of ``x`` [N, C, L] into ``output_size`` adaptive windows (and the int32
+    positions of the maxima with ``return_mask=True``).
+
+    >>> import oar
+    >>> oar.nn.functional.adaptive_max_pool1d(oar.to_tensor([[[1., 5, 3, 4, 2]]]), 2).tolist()
+    [[[5.0, 4.0]]]
+    """
+    return _adaptive_max_nd("adaptive_max_pool1d", 1, x, output_size, return_mask)
+
+
+def adaptive_max_pool2d(x, output_size, return_mask=False, name=None):
+    """Max pooling of ``x`` [N, C, H, W] into an ``output_size`` grid of adaptive windows (and
+    the int32 indices ``h * W + w`` of the maxima with ``return_mask=True``).
+
+    >>> import oar
+    >>> x = oar.arange(16, dtype="float32").reshape([1, 1, 4, 4])
+    >>> out, mask = oar.nn.functional.adaptive_max_pool2d(x, 3, return_mask=True)
+    >>> out.tolist(), mask.tolist()
+    ([[[[5.0, 6.0, 7.0], [9.0, 10.0, 11.0], [13.0, 14.0, 15.0]]]], [[[[5, 6, 7], [9, 10, 11], [13, 14, 15]]]])
+    """
+    return _adaptive_max_nd("adaptive_max_pool2d", 2, x, output_size, return_mask)
+
+
+__all__ = [
+    "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d", "adaptive_avg_pool2d",
+    "adaptive_max_pool1d", "adaptive_max_pool2d",
+]

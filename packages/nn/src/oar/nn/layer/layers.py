@@ -13,14 +13,22 @@ import numpy as np
 from oar._core import dtypes as _dt
 from oar._core.tensor import Tensor
 from oar.errors import ArgumentError, ShapeError
+from oar.nn.initializer import global_initializer, set_global_initializer  # noqa: F401 - also importable here
 from oar.nn.param_attr import ParamAttr
 from oar.nn.parameter import Parameter
 
+# Paddle's unique names: ``linear_0`` for layers, ``linear_0.w_0`` / ``linear_0.b_0`` for parameters.
 _name_counters: dict[str, itertools.count] = collections.defaultdict(itertools.count)
 
 
+def _unique_name(key: str) -> str:
+    return f"{key}_{next(_name_counters[key])}"
+
+
 def _snake(name: str) -> str:
-    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+    """Paddle's layer name scope from a class name: ``Conv2D`` -> ``conv2_d``, ``LSTM`` -> ``lstm``."""
+    name = re.sub(r"(.)([A-Z][a-z]+)", r"\1_\2", name)
+    return re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name).lower()
 
 
 class HookRemoveHelper:
@@ -69,7 +77,7 @@ class Layer:
         object.__setattr__(self, "_forward_pre_hooks", collections.OrderedDict())
         object.__setattr__(self, "_forward_post_hooks", collections.OrderedDict())
         scope = name_scope or _snake(type(self).__name__)
-        object.__setattr__(self, "_full_name", f"{scope}_{next(_name_counters[scope])}")
+        object.__setattr__(self, "_full_name", _unique_name(scope))
         object.__setattr__(self, "_dtype", _dt.get_dtype(dtype).name)
 
     # -- forward ------------------------------------------------------------------------------
@@ -126,6 +134,15 @@ class Layer:
             if value is not None:
                 raise TypeError(f"cannot assign {type(value).__name__} to sublayer {name!r} (expected a Layer or None)")
             self._sub_layers[name] = None
+        elif isinstance(value, Tensor):
+            # As in Paddle: a tensor attribute is a buffer (moved and cast by ``to``), left out of
+            # ``state_dict`` unless ``register_buffer`` made it persistable.
+            buffers = self.__dict__.get("_buffers")
+            if buffers is None:
+                raise AttributeError("call super().__init__() before assigning tensors")
+            self._remove_from(name, except_dict=buffers)
+            buffers[name] = value
+            self._non_persistable_buffer_names_set.add(name)
         else:
             object.__setattr__(self, name, value)
 
@@ -133,6 +150,8 @@ class Layer:
         for d in (self.__dict__, self._parameters, self._sub_layers, self._buffers):
             if d is not except_dict and name in d:
                 del d[name]
+        if except_dict is not self._buffers:
+            self._non_persistable_buffer_names_set.discard(name)
 
     def __getattr__(self, name: str):
         d = self.__dict__
@@ -193,8 +212,10 @@ class Layer:
 
     def create_parameter(self, shape, attr=None, dtype=None, is_bias: bool = False,
                          default_initializer=None) -> Parameter | None:
-        """A new Parameter initialised by ``attr.initializer``, else ``default_initializer``, else
-        Paddle's default (XavierUniform for weights, zeros for biases). ``attr=False`` gives None.
+        """A new Parameter, initialised as Paddle does: by ``attr.initializer``, else the global
+        initializer (``set_global_initializer``), else ``default_initializer``, else XavierUniform
+        for weights and zeros for biases. ``attr=False`` gives None. Unnamed parameters are named
+        ``<full_name>.w_<n>`` (``.b_<n>`` for biases), as in Paddle.
         """
         from oar.nn.initializer import Constant, XavierUniform
 
@@ -205,9 +226,10 @@ class Layer:
         if any(d < 0 for d in shape):
             raise ShapeError(f"create_parameter: shape must be non-negative, got {shape}")
         dtype = _dt.get_dtype(dtype or self._dtype)
-        param = Parameter(np.zeros(shape, dtype.np), name=attr.name, trainable=attr.trainable,
+        name = attr.name or _unique_name(f"{self._full_name}.{'b' if is_bias else 'w'}")
+        param = Parameter(np.zeros(shape, dtype.np), name=name, trainable=attr.trainable,
                           learning_rate=attr.learning_rate, regularizer=attr.regularizer, need_clip=attr.need_clip)
-        initializer = attr.initializer or default_initializer or _global_initializer(is_bias)
+        initializer = attr.initializer or global_initializer(is_bias) or default_initializer
         if initializer is None:
             initializer = Constant(0.0) if is_bias else XavierUniform()
         initializer(param)
@@ -297,18 +319,35 @@ class Layer:
                 p.clear_grad(set_to_zero)
 
     # -- state --------------------------------------------------------------------------------
+    def _named_state(self, prefix: str = "", include_sublayers: bool = True) -> Iterator[tuple[str, Tensor]]:
+        """Every (qualified name, tensor) of the state in Paddle's order -- each layer's parameters,
+        then its persistable buffers, then its sublayers' -- including every alias of a shared one."""
+        for key, p in self._parameters.items():
+            if p is not None:
+                yield prefix + key, p
+        for key, buf in self._buffers.items():
+            if buf is not None and key not in self._non_persistable_buffer_names_set:
+                yield prefix + key, buf
+        if include_sublayers:
+            for key, layer in self._sub_layers.items():
+                if layer is not None:
+                    yield from layer._named_state(f"{prefix}{key}.")
+
     def state_dict(self, destination=None, include_sublayers: bool = True, structured_name_prefix: str = "",
                    use_hook: bool = True, keep_vars: bool = True) -> collections.OrderedDict:
-        """Parameters and persistable buffers by qualified name (the tensors themselves)."""
+        """Parameters and persistable buffers by qualified name (the tensors themselves), in
+        Paddle's order: each layer's parameters, then its buffers, then its sublayers'.
+
+        A tensor reachable under two names (a shared parameter or sublayer) is listed once, under
+        the first; Paddle lists it under every name. ``set_state_dict`` accepts any of the names,
+        so Paddle's state dicts load too.
+        """
         out = collections.OrderedDict() if destination is None else destination
-        for name, p in self.named_parameters(prefix=structured_name_prefix.rstrip("."), include_sublayers=include_sublayers):
-            out[name] = p
-        layers = self.named_sublayers(prefix=structured_name_prefix.rstrip("."), include_self=True) if include_sublayers else [("", self)]
-        for layer_prefix, layer in layers:
-            for key, buf in layer._buffers.items():
-                if buf is None or key in layer._non_persistable_buffer_names_set:
-                    continue
-                out[f"{layer_prefix}.{key}" if layer_prefix else key] = buf
+        seen = set()
+        for name, t in self._named_state(structured_name_prefix, include_sublayers):
+            if id(t) not in seen:
+                seen.add(id(t))
+                out[name] = t
         return out
 
     def set_state_dict(self, state_dict: dict, use_structured_name: bool = True, strict: bool = True):
@@ -316,38 +355,56 @@ class Layer:
 
         Strict by default: missing keys, unexpected keys and shape mismatches are reported
         together in one error and nothing is changed. ``strict=False`` loads what matches and
-        returns ``(missing_keys, unexpected_keys)``.
+        returns ``(missing_keys, unexpected_keys)``. A shared tensor may be given under any of its
+        names (Paddle's state dicts list it under all of them). ``use_structured_name=False``
+        matches the tensors' own names (``linear_0.w_0``) instead of their attribute paths.
         """
-        own = self.state_dict()
-        missing = [k for k in own if k not in state_dict]
-        unexpected = [k for k in state_dict if k not in own]
-        mismatched = []
-        for key, target in own.items():
-            if key not in state_dict:
-                continue
-            value = state_dict[key]
-            shape = list(value.shape) if hasattr(value, "shape") else list(np.shape(value))
-            if shape != target.shape:
-                mismatched.append(f"{key}: checkpoint {shape}, model {target.shape}")
+        if use_structured_name:
+            entries = list(self._named_state())
+        else:
+            entries = [(t.name, t) for t in self.state_dict().values()]
+        aliases: dict[int, list[str]] = collections.OrderedDict()
+        targets: dict[int, Tensor] = {}
+        for name, t in entries:
+            aliases.setdefault(id(t), []).append(name)
+            targets[id(t)] = t
+        known = {name for names in aliases.values() for name in names}
+        missing = [names[0] for names in aliases.values() if not any(n in state_dict for n in names)]
+        unexpected = [k for k in state_dict if k not in known]
+        mismatched, plan = [], []
+        for key_id, names in aliases.items():
+            target = targets[key_id]
+            for name in names:
+                if name not in state_dict:
+                    continue
+                value = state_dict[name]
+                shape = list(value.shape) if hasattr(value, "shape") else list(np.shape(value))
+                if shape != target.shape:
+                    mismatched.append(f"{name}: checkpoint {shape}, model {target.shape}")
+                elif not any(t is target for t, _ in plan):
+                    plan.append((target, value))
         if strict and (missing or unexpected or mismatched):
             lines = [f"set_state_dict: the state dict does not match {type(self).__name__} (nothing was loaded)"]
             if missing:
                 lines.append(f"  missing keys ({len(missing)}): {', '.join(missing)}")
             if unexpected:
-                lines.append(f"  unexpected keys ({len(unexpected)}): {', '.join(unexpected)}")
+                lines.append(f"  unexpected keys ({len(unexpected)}): {', '.join(map(str, unexpected))}")
             if mismatched:
                 lines.append(f"  shape mismatches ({len(mismatched)}): {'; '.join(mismatched)}")
             lines.append("  pass strict=False to load the keys that match")
             raise ArgumentError("\n".join(lines))
-        bad = {m.split(":")[0] for m in mismatched}
-        for key, target in own.items():
-            if key in state_dict and key not in bad:
-                value = state_dict[key]
-                array = value.numpy() if isinstance(value, Tensor) else np.asarray(value)
+        for target, value in plan:
+            array = value.numpy() if isinstance(value, Tensor) else np.asarray(value)
+            array = array.astype(target._data.dtype, copy=False)
+            if target._backend != "cpu":
+                from oar._core.dispatch import BACKENDS
+
+                target._data = BACKENDS.get(target._backend).from_numpy(array.copy())
+            else:
                 if not target._data.flags.writeable:
                     target._data = target._data.copy()
-                target._data[...] = array.astype(target._data.dtype, copy=False)
-                target._bump_version()
+                target._data[...] = array
+            target._bump_version()
         return missing, unexpected
 
     load_dict = set_state_dict
@@ -389,26 +446,16 @@ class Layer:
         return ""
 
     def __repr__(self) -> str:
-        lines = []
-        for name, layer in self._sub_layers.items():
-            text = repr(layer).replace("\n", "\n  ")
-            lines.append(f"({name}): {text}")
-        head = f"{type(self).__name__}({self.extra_repr()}"
-        if not lines:
-            return head + ")"
-        return head + "\n  " + "\n  ".join(lines) + "\n)"
-
-
-_GLOBAL_INITIALIZERS: dict[str, Any] = {"weight": None, "bias": None}
-
-
-def _global_initializer(is_bias: bool):
-    return _GLOBAL_INITIALIZERS["bias" if is_bias else "weight"]
-
-
-def set_global_initializer(weight_init, bias_init=None) -> None:
-    """Initializers used by every layer created afterwards when its ParamAttr names none (``paddle.nn.initializer.set_global_initializer``)."""
-    _GLOBAL_INITIALIZERS["weight"] = weight_init
-    _GLOBAL_INITIALIZERS["bias"] = bias_init
+        """Paddle's format: ``Name(extra)`` and one indented ``(key): repr`` line per sublayer."""
+        extra = self.extra_repr()
+        head = f"{type(self).__name__}("
+        if "\n" in extra:
+            head += "\n  " + extra.replace("\n", "\n  ") + "\n"
+        else:
+            head += extra
+        lines = [f"({name}): " + repr(layer).replace("\n", "\n  ") for name, layer in self._sub_layers.items()]
+        if lines:
+            head += "\n  " + "\n  ".join(lines) + "\n"
+        return head + ")"
 
 
