@@ -8,6 +8,7 @@ module) on its ``PYTHONPATH``.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
@@ -419,6 +420,40 @@ def test_example_plugin_is_found_through_its_entry_point(example_venv):
     assert "example 0.1.0 [loaded] (oar_plugin_example.plugin)" in lines
     assert "    ops: logcosh" in lines
     assert "    kernels: exp@cpu, logcosh@cpu" in lines
+    assert ("    layers: LogCoshLoss" in lines) == NN_INSTALLED
+
+
+NN_INSTALLED = importlib.util.find_spec("oar.nn") is not None
+
+EXAMPLE_LAYER_CHECK = """
+    import json
+    import numpy as np
+    import oar
+
+    layers = oar.plugins.registries().layers
+    report = {"registered": "LogCoshLoss" in layers}
+    if report["registered"]:
+        loss_layer = layers.get("LogCoshLoss")(reduction="sum")
+        x, y = np.array([0.5, -1.0, 3.0]), np.array([0.0, 1.0, -1.0])
+        report["source"] = layers.source_of("LogCoshLoss")
+        report["is_layer"] = isinstance(loss_layer, oar.nn.Layer)
+        report["error"] = abs(float(loss_layer(oar.to_tensor(x), oar.to_tensor(y))) - float(np.log(np.cosh(x - y)).sum()))
+    print(json.dumps(report))
+"""
+
+
+@pytest.mark.slow
+def test_example_plugin_layer_is_registered_exactly_when_oar_nn_is_installed(example_venv):
+    # With oar-nn the example's LogCoshLoss layer is in the layer registry under the plugin's name;
+    # with oar-core alone (the isolated core run) the plugin skips it and everything else works.
+    result = run_in(example_venv, ["-c", textwrap.dedent(EXAMPLE_LAYER_CHECK)])
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["registered"] == NN_INSTALLED
+    if NN_INSTALLED:
+        assert report["source"] == "example"
+        assert report["is_layer"] is True
+        assert report["error"] < 1e-12
 
 
 @pytest.mark.slow
@@ -440,8 +475,13 @@ def test_example_plugin_docstring_examples_run(example_venv):
     # Here the package is imported by name, as its users do; discovery is tested above.
     script = """
         import doctest, sys
+        import importlib.util
         import oar_plugin_example, oar_plugin_example.ops
-        results = [doctest.testmod(m) for m in (oar_plugin_example, oar_plugin_example.ops)]
+        modules = [oar_plugin_example, oar_plugin_example.ops]
+        if importlib.util.find_spec("oar.nn") is not None:
+            import oar_plugin_example.layers
+            modules.append(oar_plugin_example.layers)
+        results = [doctest.testmod(m) for m in modules]
         print(sum(r.attempted for r in results), sum(r.failed for r in results))
     """
     result = run_in(example_venv, ["-c", textwrap.dedent(script)])

@@ -12,7 +12,7 @@ LOG_2 = float(np.log(2.0))
 
 def _logcosh_meta(x: TensorMeta) -> TensorMeta:
     # Integer inputs compute in the default float dtype (float_only=True below), like exp.
-    return TensorMeta(x.shape, x.dtype if x.dtype.is_floating else oar.get_default_dtype())
+    return TensorMeta(x.shape, x.dtype if x.dtype.is_floating else getattr(oar, oar.get_default_dtype()))
 
 
 def _logcosh_reference(x: np.ndarray) -> np.ndarray:

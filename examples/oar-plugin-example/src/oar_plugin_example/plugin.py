@@ -37,3 +37,16 @@ def oar_register_kernels(kernels):
     # Priority above the reference kernel (0): this one serves exp on float32; every other dtype
     # still goes to the reference, since only float32 is declared.
     kernels.register("exp", "cpu", exp_float32, dtypes=["float32"], priority=PLUGIN_PRIORITY)
+
+
+@hookimpl
+def oar_register_layers(layers):
+    # The layer subclasses oar.nn.Layer: register it where oar-nn is installed, and let the op and
+    # kernel above work with oar-core alone (a plugin adapts to what is installed, it does not fail).
+    from importlib.util import find_spec
+
+    if find_spec("oar.nn") is None:
+        return
+    from oar_plugin_example.layers import LogCoshLoss
+
+    layers.register("LogCoshLoss", LogCoshLoss)
