@@ -41,6 +41,7 @@ from oar._core.dtypes import (  # noqa: E402
 from oar._core.dtypes import bool_ as bool  # noqa: E402,A001 - Paddle's name: oar.bool
 from oar._core.serialization import load, save  # noqa: E402
 from oar._core.tensor import CPUPlace, CUDAPlace, Place, Tensor, set_printoptions, to_tensor  # noqa: E402
+from oar._core.threads import set_num_threads  # noqa: E402
 
 # The public functions of each op family: each module's ``__all__`` is its chosen public list.
 from oar._ops.assign import *  # noqa: E402,F403

@@ -19,3 +19,18 @@ def oar_register_ops(ops):
 
     for op in ALL_OPS:
         ops.add(op)
+
+
+@hookimpl
+def oar_register_passes(passes):
+    from oar._core.passes import BUILTIN_PASSES
+
+    for p in BUILTIN_PASSES:
+        passes.register(p.name, p)
+
+
+@hookimpl
+def oar_register_thread_controls(thread_controls):
+    from oar._core.threads import limit_blas_threads
+
+    thread_controls.register("blas", limit_blas_threads)

@@ -123,6 +123,16 @@ def oar_register_serving_backends(serving_backends: Registry) -> None:
 
 
 @hookspec(historic=True)
+def oar_register_thread_controls(thread_controls: Registry) -> None:
+    """Register a CPU thread pool that ``oar.set_num_threads(n)`` sizes: ``thread_controls.register("numba", fn)``.
+
+    ``fn(n: int) -> None`` sets the pool to ``n`` threads (clamping to what the pool can run). It is
+    called on every ``oar.set_num_threads``, and at once when registered after one. Core registers
+    ``"blas"`` (numpy's BLAS, through threadpoolctl when installed).
+    """
+
+
+@hookspec(historic=True)
 def oar_register_config_groups(config_groups: Registry) -> None:
     """Contribute Hydra config groups to ``oar-run``: ``config_groups.register("amp/fp16", node)``.
 

@@ -75,6 +75,10 @@ class Mode:
         index = _mode_stack.index(self)
         return _mode_stack[index - 1].apply(op, inputs, attrs)
 
+    def rebind(self, target, result) -> None:
+        """``target`` was just overwritten in place with ``result``'s value (``apply_inplace``);
+        a mode that tracks tensors (to_static's tracer) follows it. Most modes ignore it."""
+
     def __enter__(self):
         _mode_stack.append(self)
         return self

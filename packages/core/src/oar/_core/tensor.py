@@ -17,6 +17,11 @@ from oar.errors import ArgumentError, DeviceError, DTypeError, GradientError
 
 _name_counter = itertools.count()
 
+# Called with a tensor whose values Python is about to read (``numpy()``, and through it
+# ``item()``, ``float()``, ``bool()``, ...): to_static's tracer puts a check here that turns a
+# read of a traced value into a graph break instead of a value baked into the program.
+DATA_WATCHERS: list = []
+
 
 class Place:
     """Where a tensor lives: ``Place(cpu)``; ``oar.CPUPlace()`` and ``oar.CUDAPlace(0)`` make one."""
@@ -185,6 +190,8 @@ class Tensor:
     # -- conversion ---------------------------------------------------------------------------
     def numpy(self) -> np.ndarray:
         """The values as a numpy array (a copy for non-cpu devices)."""
+        if DATA_WATCHERS:
+            DATA_WATCHERS[-1](self)
         if self._backend == "cpu":
             return self._data
         from oar._core.dispatch import BACKENDS

@@ -64,6 +64,9 @@ def apply_inplace(x: Tensor, result: Tensor, name: str | None = None) -> Tensor:
         result = E.cast(result, target)
     _write(x, result)
     x._bump_version()
+    if len(_dispatch._mode_stack) > 1:  # a tracing mode follows x to its new value
+        for mode in _dispatch._mode_stack[1:]:
+            mode.rebind(x, result)
     if _dispatch.grad_enabled:
         x._node, x._out_index, x.stop_gradient = result._node, result._out_index, result.stop_gradient
     return x

@@ -16,6 +16,7 @@ from oar import hookspecs
 from oar._core import registry as _registry
 from oar._core.dispatch import BACKENDS, KERNELS, OPS
 from oar._core.registry import Registry
+from oar._core.threads import ThreadControls
 from oar.errors import PluginError, PluginWarning
 
 ENTRY_POINT_GROUP = "oar"
@@ -36,6 +37,7 @@ class Registries:
     strategies: Registry = field(default_factory=lambda: Registry("distributed strategy"))
     serving_backends: Registry = field(default_factory=lambda: Registry("serving backend"))
     config_groups: Registry = field(default_factory=lambda: Registry("config group"))
+    thread_controls: ThreadControls = field(default_factory=ThreadControls)
 
     def hook_kwargs(self) -> dict[str, dict[str, Any]]:
         return {
@@ -49,6 +51,7 @@ class Registries:
             "oar_register_distributed_strategies": {"strategies": self.strategies},
             "oar_register_serving_backends": {"serving_backends": self.serving_backends},
             "oar_register_config_groups": {"config_groups": self.config_groups},
+            "oar_register_thread_controls": {"thread_controls": self.thread_controls},
         }
 
     def all(self) -> dict[str, Any]:

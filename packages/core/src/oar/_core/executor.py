@@ -1,0 +1,324 @@
+"""Running a ``Program``: a planned inference path and an autograd replay.
+
+``Executor(program)`` prepares once what every run needs:
+
+- each node's op and, for inference, its kernel, looked up once from the node's input dtypes
+  (the kernel registry's ``resolve_kernel``), so a run is a loop of kernel calls on arrays;
+- a memory plan: every value lives in a slot, and the slots a node reads for the last time are
+  dropped right after it (numpy frees the buffer when nothing else holds it). An elementwise
+  numpy kernel whose first input dies at that node writes its result into that input's buffer
+  when nothing else references it (checked with the buffer's reference count at run time);
+- the *parameter prelude*: nodes that read only parameters and constants (the folded weights of
+  conv + batch norm) run once and are reused until a parameter changes (its version counter or
+  buffer does), so a folded model pays for folding once per weight update, not per call.
+
+``run(feeds)`` (inference) does no autograd bookkeeping. ``replay(feeds)`` dispatches every
+node through the active mode with its tensors, so the tape is recorded as in eager mode and
+``loss.backward()`` and optimizers work: training through to_static gets its gradients from the
+same op rules.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+from oar._core import dispatch as _dispatch
+from oar._core import dtypes as _dt
+from oar._core.op import resolve_kernel
+from oar._core.program import Program, ValueRef, map_refs
+from oar._core.tensor import Tensor
+from oar.errors import KernelError, OarError
+
+_getrefcount = sys.getrefcount
+# A buffer referenced only by its slot, the local name and getrefcount's argument is free to reuse.
+_FREE_REFS = 3
+
+
+def _version(t: Tensor) -> int:
+    return t._vc[0] if t._vc is not None else 0
+
+
+def _as_array(out):
+    return out if type(out) is np.ndarray else np.asarray(out)
+
+
+class Executor:
+    """Runs ``program`` on feeds (tensors in the program's feed order).
+
+    >>> import oar
+    >>> from oar.jit import to_static
+    >>> f = to_static(lambda x: (x * 2.0).sum())
+    >>> _ = f(oar.ones([3]))
+    >>> from oar._core.executor import Executor
+    >>> Executor(f.concrete_program).run([oar.ones([3])]).item()
+    6.0
+    """
+
+    def __init__(self, program: Program, backend: str = "cpu", *, reuse_buffers: bool = True,
+                 hoist_parameters: bool = True):
+        from oar._core.dispatch import OPS
+
+        self.program = program
+        self.backend = backend
+        values = program.values
+        self.slot = {vid: i for i, vid in enumerate(values)}
+        self.nslots = len(self.slot)
+        self.ops = [OPS.get(n.op) for n in program.nodes]
+        self.feed_slots = [self.slot[v] for v in program.feeds]
+        self.param_slots = [(self.slot[vid], program.param_tensors[name]) for name, vid in program.params.items()]
+        self.const_slots = [(self.slot[vid], program.constant_data[name]) for name, vid in program.constants.items()]
+        kept = {self.slot[v] for v in program.output_ids()}
+        self.kept = kept
+
+        # The parameter prelude: nodes whose inputs are parameters, constants or prelude outputs.
+        static = {self.slot[v] for v in (*program.params.values(), *program.constants.values())}
+        prelude = []
+        if hoist_parameters:
+            for i, (node, op) in enumerate(zip(program.nodes, self.ops)):
+                if node.inputs and "random" not in op.traits and all(self.slot[v] in static for v in node.inputs):
+                    prelude.append(i)
+                    static.update(self.slot[v] for v in node.outputs)
+        self.prelude = set(prelude)
+        prelude_outputs = {self.slot[v] for i in prelude for v in program.nodes[i].outputs}
+        prelude_params = {self.slot[v] for i in prelude for v in program.nodes[i].inputs} & \
+            {s for s, _ in self.param_slots}
+        self.prelude_params = [(s, t) for s, t in self.param_slots if s in prelude_params]
+        self.prelude_outputs = sorted(prelude_outputs)
+        self._cached_slots = set(prelude_outputs)  # values reused across runs: returned as copies
+        self._prelude_key = None
+        self._prelude_values: dict[int, np.ndarray] = {}
+
+        # Last use of each slot among the main nodes (the prelude's values are cached separately).
+        main = [i for i in range(len(program.nodes)) if i not in self.prelude]
+        last: dict[int, int] = {}
+        for pos, i in enumerate(main):
+            for v in program.nodes[i].inputs:
+                last[self.slot[v]] = pos
+        frees: list[list[int]] = [[] for _ in main]
+        for s, pos in last.items():
+            if s not in kept:
+                frees[pos].append(s)
+        for pos, i in enumerate(main):  # outputs nobody reads die at once
+            for v in program.nodes[i].outputs:
+                s = self.slot[v]
+                if s not in last and s not in kept:
+                    frees[pos].append(s)
+        self.main = main
+        self.frees = frees
+        self.reuse_buffers = reuse_buffers
+        self._steps = None
+        self._prelude_steps = None
+
+    # -- inference ----------------------------------------------------------------------------
+    def _kernel(self, i: int):
+        node, op = self.program.nodes[i], self.ops[i]
+        values = self.program.values
+        if node.inputs:
+            key = (self.backend, values[node.inputs[0]].dtype.np)
+        else:
+            key = (node.attrs.get("place") or self.backend, _dt.get_dtype(node.attrs["dtype"]).np)
+        kernel = op._kernels.get(key)
+        return kernel if kernel is not None else resolve_kernel(op, key[0], key[1])
+
+    def _build_steps(self, indices, frees, produced: set) -> list:
+        values = self.program.values
+        steps = []
+        for pos, i in enumerate(indices):
+            node = self.program.nodes[i]
+            kernel = self._kernel(i)
+            ins = tuple(self.slot[v] for v in node.inputs)
+            outs = tuple(self.slot[v] for v in node.outputs)
+            dead = tuple(frees[pos]) if frees is not None else ()
+            inplace = False
+            if (self.reuse_buffers and isinstance(kernel, np.ufunc) and kernel.nout == 1 and len(outs) == 1
+                    and ins and ins[0] in dead and ins[0] in produced and ins.count(ins[0]) == 1):
+                a, o = values[node.inputs[0]], values[node.outputs[0]]
+                inplace = a.dtype is o.dtype and a.dtype.is_floating and a.shape == o.shape
+            steps.append((kernel, ins, outs[0] if len(outs) == 1 else outs, node.attrs, dead, inplace, i))
+            produced.update(outs)
+        return steps
+
+    def _prepare(self) -> None:
+        if self._steps is None:
+            produced: set = set()
+            self._prelude_steps = self._build_steps(sorted(self.prelude), None, set())
+            self._steps = self._build_steps(self.main, self.frees, produced)
+            self._template = [None] * self.nslots
+            for s, a in self.const_slots:
+                self._template[s] = a
+            out = self.program.outputs
+            computed = isinstance(out, ValueRef) and self.program.producers().get(out.id) is not None
+            self._single_output = self.slot[out.id] if computed else None
+            if self._single_output in self._cached_slots:
+                self._single_output = None
+
+    def _run_prelude(self, env: list) -> None:
+        key = [(id(t._data), t._vc[0] if t._vc is not None else 0) for _, t in self.prelude_params]
+        if key != self._prelude_key:
+            self._prelude_key = None
+            self._execute(self._prelude_steps, env)
+            self._prelude_values = [(s, env[s]) for s in self.prelude_outputs]
+            self._prelude_key = key
+        else:
+            for s, a in self._prelude_values:
+                env[s] = a
+
+    def run(self, feeds) -> object:
+        """Run for inference: ``feeds`` are tensors (or arrays) in feed order; returns the output
+        structure with new tensors (``stop_gradient=True``) for the computed values."""
+        if self._steps is None:
+            self._prepare()
+        env = self._template.copy()  # the constants are in place already
+        for s, t in zip(self.feed_slots, feeds):
+            env[s] = t._data if type(t) is Tensor or isinstance(t, Tensor) else t
+        for s, t in self.param_slots:
+            env[s] = t._data
+        if self.prelude:
+            self._run_prelude(env)
+        self._execute(self._steps, env)
+        if self.program.updates:
+            for kind, target, vid in self.program.updates:
+                self._write_state(self._state_tensor(kind, target, feeds), env[self.slot[vid]])
+        if self._single_output is not None:  # the common case: one computed tensor
+            return Tensor._wrap(env[self._single_output], self.backend, True, None, 0, None)
+        return self._outputs(env, feeds)
+
+    def _execute(self, steps, env: list) -> None:
+        for kernel, ins, out, attrs, dead, inplace, i in steps:
+            try:
+                if inplace:
+                    a = env[ins[0]]
+                    if a.base is None and _getrefcount(a) == _FREE_REFS and a.flags.writeable:
+                        env[ins[0]] = None
+                        try:
+                            env[out] = kernel(a, *[env[j] for j in ins[1:]], out=a, **attrs)
+                        except ValueError:  # a broadcast that grows the output: no reuse
+                            env[out] = kernel(a, *[env[j] for j in ins[1:]], **attrs)
+                        del a
+                        for s in dead:
+                            env[s] = None
+                        continue
+                    del a
+                if len(ins) == 1:
+                    result = kernel(env[ins[0]], **attrs)
+                elif len(ins) == 2:
+                    result = kernel(env[ins[0]], env[ins[1]], **attrs)
+                else:
+                    result = kernel(*[env[j] for j in ins], **attrs)
+            except OarError:
+                raise
+            except Exception as exc:
+                raise self._explain(i, env, exc) from exc
+            if type(out) is int:
+                env[out] = result if type(result) is np.ndarray else np.asarray(result)
+            else:
+                for s, r in zip(out, result):
+                    env[s] = r if type(r) is np.ndarray else np.asarray(r)
+            result = r = None  # the slots hold them now: a buffer's reference count must be exact
+            for s in dead:
+                env[s] = None
+
+    def _explain(self, i: int, env: list, exc: Exception) -> Exception:
+        node = self.program.nodes[i]
+        shown = ", ".join(
+            f"{_dt.NP_TO_DTYPE.get(env[self.slot[v]].dtype, env[self.slot[v]].dtype)}{list(env[self.slot[v]].shape)}"
+            if env[self.slot[v]] is not None else "?" for v in node.inputs)
+        return KernelError(f"program op #{i} {node.op!r} failed on inputs ({shown}) with attributes {node.attrs}: "
+                           f"{type(exc).__name__}: {exc}")
+
+    def _state_tensor(self, kind, target, feeds) -> Tensor:
+        return self.program.param_tensors[target] if kind == "param" else feeds[target]
+
+    @staticmethod
+    def _write_state(t: Tensor, value) -> None:
+        """Write ``value`` into the state tensor ``t`` in place (as ``apply_inplace`` would)."""
+        data = value._data if isinstance(value, Tensor) else value
+        if t._data is data:
+            return
+        if (type(t._data) is np.ndarray and type(data) is np.ndarray and t._data.flags.writeable
+                and t._data.base is None and t._data.shape == data.shape and t._data.dtype == data.dtype):
+            np.copyto(t._data, data)
+        else:
+            t._data = np.array(data, dtype=t._data.dtype, copy=True)
+        t._bump_version()
+
+    def _outputs(self, env: list, feeds) -> object:
+        program = self.program
+        feed_of = {vid: i for i, vid in enumerate(program.feeds)}
+        made: dict[int, Tensor] = {}
+
+        def tensor(ref: ValueRef) -> Tensor:
+            t = made.get(ref.id)
+            if t is None:
+                if ref.id in feed_of and isinstance(feeds[feed_of[ref.id]], Tensor):
+                    t = feeds[feed_of[ref.id]]
+                elif program.is_param(ref.id):
+                    t = program.param_tensors[program.values[ref.id].name]
+                else:
+                    data = env[self.slot[ref.id]]
+                    if program.is_constant(ref.id) or self.slot[ref.id] in self._cached_slots:
+                        data = data.copy()  # the caller may change it in place; the cached value stays
+                    t = Tensor._wrap(data, self.backend, True, None, 0, None)
+                made[ref.id] = t
+            return t
+
+        return map_refs(program.outputs, tensor)
+
+    # -- training: replay through dispatch ------------------------------------------------------
+    def replay(self, feeds) -> object:
+        """Run every node through the active mode with tensors (autograd records the tape, an
+        outer mode such as autocast sees each op), then write back the state updates."""
+        from oar._core.autograd import _set_grad_enabled
+        from oar._ops.inplace import apply_inplace
+
+        program = self.program
+        env: list = [None] * self.nslots
+        for s, t in zip(self.feed_slots, feeds):
+            env[s] = t
+        for s, t in self.param_slots:
+            env[s] = t
+        for s, a in self.const_slots:
+            env[s] = Tensor._wrap(a, self.backend, True, None, 0, None)
+        dispatch = _dispatch.dispatch
+        frees = {i: self.frees[pos] for pos, i in enumerate(self.main)}
+        for i, (node, op) in enumerate(zip(program.nodes, self.ops)):
+            args = tuple(env[self.slot[v]] for v in node.inputs)
+            if node.no_grad and _dispatch.grad_enabled:
+                previous = _set_grad_enabled(False)
+                try:
+                    result = dispatch(op, args, dict(node.attrs))
+                finally:
+                    _set_grad_enabled(previous)
+            else:
+                result = dispatch(op, args, dict(node.attrs))
+            if len(node.outputs) == 1 and type(result) is not tuple:
+                env[self.slot[node.outputs[0]]] = result
+            else:
+                for v, r in zip(node.outputs, result):
+                    env[self.slot[v]] = r
+            for s in frees.get(i, ()):
+                env[s] = None
+        for kind, target, vid in program.updates:
+            value = env[self.slot[vid]]
+            t = self._state_tensor(kind, target, feeds)
+            if kind == "param":
+                previous = _set_grad_enabled(False)
+                try:
+                    apply_inplace(t, value, "to_static state update")
+                finally:
+                    _set_grad_enabled(previous)
+            else:
+                apply_inplace(t, value, "to_static input update")
+        feed_of = {vid: i for i, vid in enumerate(program.feeds)}
+
+        def tensor(ref: ValueRef):
+            if ref.id in feed_of:
+                return feeds[feed_of[ref.id]]
+            t = env[self.slot[ref.id]]
+            if program.is_constant(ref.id):
+                t = Tensor._wrap(t._data.copy(), self.backend, True, None, 0, None)
+            return t
+
+        return map_refs(program.outputs, tensor)

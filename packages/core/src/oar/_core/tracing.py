@@ -1,0 +1,383 @@
+"""Tracing a Python function into a ``Program``: the mode that ``to_static`` pushes.
+
+``TracingMode`` sits on the dispatch mode stack while the function runs on real tensors. Each op
+call runs eagerly below it -- so Python control flow on shapes works and every tensor holds real
+values -- and is recorded as an ``OpNode`` whose output metas come from the op's meta function
+on the input *values'* metas (keeping dynamic ``None`` dims). A side table maps each tensor seen
+to its value. A tensor the table does not know is
+
+- a parameter or buffer (a layer's, by its structured name; or any tensor with
+  ``stop_gradient=False`` or ``persistable=True``): a named program input read at run time;
+- a tensor sharing the buffer of a traced value (``x.detach()``): an ``assign`` under no_grad;
+- otherwise a constant, copied into the program (``oar.zeros(...)`` made inside the function).
+
+Python reading a traced value -- ``bool(t)``, ``float(t)``, ``t.item()``, ``t.numpy()``,
+``t.tolist()``, printing it -- means data-dependent Python: the program would bake one answer
+in. The tracer detects it (``Tensor.numpy`` calls it, and every other read goes through
+``numpy``) and *breaks the graph*: the capture is abandoned, the function finishes eagerly
+(its results are right), and the caller falls back to eager for that function, warning once
+with the file and line of the user's code -- or raises ``GraphBreakError`` with
+``full_graph=True``. Reseeding the global random generator inside the function is a break too:
+a program replays its random ops, not the seeding.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+import numpy as np
+
+from oar._core import dispatch as _dispatch
+from oar._core.dispatch import Mode
+from oar._core.op import TensorMeta
+from oar._core.program import Program, ValueRef, _copy_attrs
+from oar._core.tensor import DATA_WATCHERS, Tensor
+from oar.errors import OarError
+
+
+class GraphBreakError(OarError, RuntimeError):
+    """A to_static function with ``full_graph=True`` does something a Program cannot hold
+    (data-dependent Python control flow, reading a tensor's values into Python, ...)."""
+
+
+_OAR_DIRS: list[str] = []
+
+
+def _oar_dirs() -> tuple[str, ...]:
+    if not _OAR_DIRS:
+        import oar
+
+        _OAR_DIRS.extend(os.path.abspath(p) + os.sep for p in oar.__path__)
+    return tuple(_OAR_DIRS)
+
+
+def user_location(skip: int = 1) -> tuple[str, int]:
+    """(file, line) of the innermost frame outside oar's packages: the user's code that did it."""
+    dirs = _oar_dirs()
+    frame = sys._getframe(skip)
+    fallback = None
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if fallback is None:
+            fallback = (filename, frame.f_lineno)
+        if not os.path.abspath(filename).startswith(dirs) and not filename.startswith("<frozen"):
+            return filename, frame.f_lineno
+        frame = frame.f_back
+    return fallback or ("<unknown>", 0)
+
+
+def _version(t: Tensor) -> int:
+    return t._vc[0] if t._vc is not None else 0
+
+
+def _rng_state():
+    from oar._ops.random import default_generator
+
+    return default_generator().bit_generator.state
+
+
+class GraphBreak:
+    """Where and why a capture was abandoned."""
+
+    __slots__ = ("filename", "lineno", "reason")
+
+    def __init__(self, filename: str, lineno: int, reason: str):
+        self.filename, self.lineno, self.reason = filename, lineno, reason
+
+    def __str__(self) -> str:
+        return f"{self.filename}:{self.lineno}: {self.reason}"
+
+
+class TracingMode(Mode):
+    """Record op calls into ``program`` while running them eagerly (see the module docstring).
+
+    ``state`` maps ``id(tensor)`` of a layer's parameters and buffers to ``(name, kind, tensor)``
+    (kind: ``"parameter"`` or ``"buffer"``); ``full_graph`` makes a graph break raise
+    ``GraphBreakError``; ``isolate`` makes ``restore()`` undo the capture's in-place writes.
+    """
+
+    def __init__(self, program: Program, state: dict[int, tuple[str, str, Tensor]] | None = None,
+                 full_graph: bool = False, isolate: bool = False):
+        self.program = program
+        self.table: dict[int, list] = {}  # id(tensor) -> [tensor, value id, version]
+        self.arrays: dict[int, tuple[Any, int]] = {}  # id(array) -> (array, value id): buffer aliases
+        self.dynamic: set[int] = set()  # value ids that depend on inputs, parameters or random draws
+        self.state = state or {}
+        self.state_by_array = {id(t._data): t for (_, _, t) in self.state.values()}
+        self.param_tensors: dict[str, Tensor] = {}  # captured parameters by name
+        self.feed_tensors: list[Tensor] = []
+        self.full_graph = full_graph
+        self.grad_at_entry = _dispatch.grad_enabled
+        self.broken: GraphBreak | None = None
+        self.recording = True
+        self._rng = None
+        # isolate: a capture that is not the user's call keeps copies of the parameters and inputs
+        # it reads, and ``restore()`` undoes its in-place writes.
+        self.isolate = isolate
+        self._saved: dict[int, tuple] = {}
+        self._grads: dict[int, tuple] = {}  # id(parameter) -> (it, its .grad, a copy) when first seen
+        for (_, _, t) in self.state.values():
+            self._remember_grad(t)
+
+    # -- the table ----------------------------------------------------------------------------
+    def _save(self, t: Tensor) -> None:
+        if self.isolate and id(t) not in self._saved and type(t._data) is np.ndarray:
+            self._saved[id(t)] = (t, t._data, t._data.copy(), _version(t))
+
+    def restore(self) -> None:
+        """Put back the values of the parameters and inputs an isolated capture changed in place."""
+        for t, data, copy, version in self._saved.values():
+            if t._data is not data or _version(t) != version:
+                t._data = data
+                if data.flags.writeable:
+                    np.copyto(data, copy)
+                else:
+                    t._data = copy
+
+    def _bind(self, t: Tensor, vid: int) -> None:
+        self.table[id(t)] = [t, vid, _version(t)]
+        self.arrays[id(t._data)] = (t._data, vid)
+
+    def feed(self, t: Tensor, shape, name: str) -> int:
+        self._save(t)
+        v = self.program.add_feed(shape, t.dtype, name)
+        if id(t) not in self.table:  # one tensor given twice is fed once (the cache key knows)
+            self._bind(t, v.id)
+        self.dynamic.add(v.id)
+        self.feed_tensors.append(t)
+        return v.id
+
+    def _traced_array(self, data) -> int | None:
+        """The value whose buffer ``data`` is, or is a view of."""
+        while data is not None:
+            hit = self.arrays.get(id(data))
+            if hit is not None and hit[0] is data:
+                return hit[1]
+            data = getattr(data, "base", None)
+        return None
+
+    def value_of(self, t: Tensor) -> int:
+        """The value id of ``t``, capturing it as a parameter or constant when it is new."""
+        entry = self.table.get(id(t))
+        if entry is not None and entry[0] is t:
+            if entry[2] == _version(t):
+                return entry[1]
+            # Changed in place outside apply_inplace (oar.assign(x, output=t)): follow its buffer.
+            hit = self.arrays.get(id(t._data))
+            if hit is not None and hit[0] is t._data:
+                self._bind(t, hit[1])
+                return hit[1]
+            self.break_graph("a tensor was modified in place outside oar's ops")
+            return entry[1]
+        data = t._data
+        hit = self.arrays.get(id(data))
+        if hit is None or hit[0] is not data:
+            owner = self.state_by_array.get(id(data))
+            if owner is not None and owner is not t and owner._data is data:  # detach() of a parameter
+                hit = (data, self.value_of(owner))
+        if hit is not None and hit[0] is data:
+            # Shares a traced buffer without an op (x.detach()): the same values, no gradient.
+            src = self.program.values[hit[1]]
+            out = self.program.new_value(src.shape, src.dtype)
+            self.program.add_node("assign", [src.id], [out.id], {}, no_grad=True)
+            if hit[1] in self.dynamic:
+                self.dynamic.add(out.id)
+            self._bind(t, out.id)
+            return out.id
+        known = self.state.get(id(t))
+        if known is not None or not t.stop_gradient or t.persistable:
+            if known is not None:
+                name, kind = known[0], known[1]
+            else:
+                name = t.name
+                kind = "buffer" if t.stop_gradient else "parameter"
+            name = name if name not in self.program.params else self.program._unique(name)
+            self._save(t)
+            v = self.program.add_param(name, t, kind)
+            self.param_tensors[name] = t
+            self._remember_grad(t)
+            self.dynamic.add(v.id)
+            self._bind(t, v.id)
+            return v.id
+        if self._traced_array(getattr(data, "base", None)) is not None:
+            self.break_graph("a tensor was made from a traced tensor's buffer outside oar's ops")
+        if type(data) is np.ndarray:
+            array = np.array(data, copy=True)
+        else:
+            array = np.array(_dispatch.BACKENDS.get(t._backend).to_numpy(data), copy=True)
+        v = self.program.add_constant(array)
+        self._bind(t, v.id)
+        return v.id
+
+    # -- the mode -----------------------------------------------------------------------------
+    def apply(self, op, inputs: tuple, attrs: dict):
+        if not self.recording:
+            return self.apply_below(op, inputs, attrs)
+        if op.promote and len(inputs) > 1:
+            dtype0 = inputs[0]._data.dtype
+            if any(t._data.dtype != dtype0 for t in inputs):
+                # Casts first, as eager does, so that they are recorded and the node's inputs agree.
+                inputs = _dispatch._promote_inputs(op, inputs)
+        in_ids = [self.value_of(t) for t in inputs]
+        random = "random" in op.traits
+        if random:
+            self._check_rng()
+        out = self.apply_below(op, inputs, attrs)
+        if random and self._rng is not None:
+            self._rng = _rng_state()
+        if not self.recording:
+            return out
+        outs = out if type(out) is tuple else (out,)
+        values = self.program.values
+        metas = self._out_metas(op, [values[i].meta for i in in_ids], attrs, outs)
+        dynamic = random or any(i in self.dynamic for i in in_ids)
+        out_ids = []
+        for t, m in zip(outs, metas):
+            v = self.program.new_value(m.shape, m.dtype)
+            self._bind(t, v.id)
+            if dynamic:
+                self.dynamic.add(v.id)
+            out_ids.append(v.id)
+        self.program.add_node(op.name, in_ids, out_ids, _copy_attrs(attrs),
+                              no_grad=self.grad_at_entry and not _dispatch.grad_enabled)
+        return out
+
+    @staticmethod
+    def _out_metas(op, in_metas, attrs, outs) -> list[TensorMeta]:
+        actual = [TensorMeta(tuple(t._data.shape), t.dtype) for t in outs]
+        if not any(None in m.shape for m in in_metas):
+            return actual
+        try:
+            m = op.meta(*in_metas, **attrs)
+            metas = (m,) if isinstance(m, TensorMeta) else tuple(m)
+        except Exception:  # noqa: BLE001 - a meta that cannot take dynamic dims: keep what ran
+            return actual
+        if len(metas) != len(actual):
+            return actual
+        merged = []
+        for m, a in zip(metas, actual):
+            if len(m.shape) != len(a.shape):
+                merged.append(a)
+            else:
+                merged.append(TensorMeta(tuple(None if d is None else s for d, s in zip(m.shape, a.shape)), a.dtype))
+        return merged
+
+    def rebind(self, target: Tensor, result: Tensor) -> None:
+        """``target`` now holds ``result``'s value (an in-place op): later reads use that value."""
+        if not self.recording:
+            return
+        entry = self.table.get(id(target))
+        if entry is None or entry[0] is not target:
+            self.value_of(target)  # a parameter or feed seen first here: it becomes an input
+        vid = self.value_of(result)
+        self._bind(target, vid)
+
+    def on_data_access(self, t: Tensor) -> None:
+        """Python is about to read ``t``'s values: a graph break when they depend on the inputs."""
+        if not self.recording:
+            return
+        entry = self.table.get(id(t))
+        if entry is not None and entry[0] is t:
+            vid = entry[1] if entry[2] == _version(t) else self._traced_array(t._data)
+        elif id(t) in self.state or not t.stop_gradient or t.persistable:
+            vid = -1  # a parameter's values
+        else:
+            vid = self._traced_array(t._data)
+        if vid is not None and (vid == -1 or vid in self.dynamic):
+            self.break_graph("Python reads the values of a traced tensor (bool(), float(), int(), .item(), "
+                             ".numpy(), .tolist(), print, ...): data-dependent Python cannot be captured")
+
+    def _check_rng(self) -> None:
+        state = _rng_state()
+        if self._rng is None:
+            self._rng = state
+        elif state != self._rng:
+            self.break_graph("the global random generator was reseeded or drawn from outside oar's ops "
+                             "(oar.seed inside the function?); a program replays random ops, not the seeding")
+
+    def break_graph(self, reason: str) -> None:
+        filename, lineno = user_location(2)
+        self.broken = GraphBreak(filename, lineno, reason)
+        self.recording = False
+        if self.full_graph:
+            raise GraphBreakError(f"to_static(full_graph=True): {self.broken}")
+
+    # -- entering and leaving -----------------------------------------------------------------
+    def __enter__(self):
+        super().__enter__()
+        DATA_WATCHERS.append(self.on_data_access)
+        try:
+            self._rng = _rng_state() if "oar._ops.random" in sys.modules else None
+        except Exception:  # noqa: BLE001
+            self._rng = None
+        return self
+
+    def __exit__(self, *exc):
+        DATA_WATCHERS.remove(self.on_data_access)
+        return super().__exit__(*exc)
+
+    def finish(self, result) -> Any:
+        """The output structure of ``result`` (ValueRefs for tensors), and the state updates."""
+        if self.recording and self._rng is not None and _rng_state() != self._rng:
+            self.break_graph("the global random generator was reseeded inside the function (oar.seed?); a "
+                             "program replays random ops, not the seeding")
+        structure = self._structure(result)
+        if self.recording:
+            self._check_untraced_writes()
+        if not self.recording:
+            return None
+        program = self.program
+        for name, t in self.param_tensors.items():
+            vid = self.table[id(t)][1]
+            if vid != program.params[name]:
+                program.updates.append(("param", name, vid))
+        for i, t in enumerate(self.feed_tensors):
+            if next(j for j, u in enumerate(self.feed_tensors) if u is t) != i:  # given twice: updated once
+                continue
+            vid = self.table[id(t)][1]
+            if vid != program.feeds[i]:
+                program.updates.append(("feed", i, vid))
+        program.outputs = structure
+        return structure
+
+    def _remember_grad(self, t: Tensor) -> None:
+        if id(t) not in self._grads:
+            grad = t._grad
+            copy = None if grad is None or type(grad._data) is not np.ndarray else grad._data.copy()
+            self._grads[id(t)] = (t, grad, copy)
+
+    def _check_untraced_writes(self) -> None:
+        """A parameter or input written without an op (an optimizer step), or a gradient set or
+        cleared (``backward()``, ``clear_grad()``) inside the function: a replay would skip it."""
+        for t in [*self.param_tensors.values(), *self.feed_tensors]:
+            entry = self.table.get(id(t))
+            if entry is not None and entry[0] is t and entry[2] != _version(t):
+                self.break_graph("a parameter or input was modified without an op (an optimizer step inside the "
+                                 "function?); call opt.step() outside the to_static function")
+                return
+        for t, grad, copy in self._grads.values():
+            if t._grad is not grad or (copy is not None and not np.array_equal(grad._data, copy, equal_nan=True)):
+                self.break_graph("a parameter's .grad changed inside the function (backward() or clear_grad()?); "
+                                 "a program replays the forward: call loss.backward() and the optimizer outside "
+                                 "the to_static function")
+                return
+
+    def _structure(self, obj):
+        if isinstance(obj, Tensor):
+            return ValueRef(self.value_of(obj))
+        if obj is None or isinstance(obj, (bool, int, float, str)):
+            return obj
+        if isinstance(obj, (list, tuple)):
+            items = [self._structure(o) for o in obj]
+            if isinstance(obj, list):
+                return items
+            return type(obj)(*items) if hasattr(obj, "_fields") else tuple(items)
+        if isinstance(obj, dict):
+            return type(obj)((k, self._structure(v)) for k, v in obj.items())
+        if isinstance(obj, np.generic):
+            return obj.item()
+        self.break_graph(f"the function returns a {type(obj).__name__}, which a program cannot hold (return "
+                         f"tensors, numbers, strings, None, and lists, tuples and dicts of them)")
+        return None

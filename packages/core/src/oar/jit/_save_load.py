@@ -1,0 +1,236 @@
+"""``oar.jit.save`` / ``oar.jit.load``: a captured program and its parameters on disk.
+
+``save(layer, prefix)`` writes two files, each atomically (temporary file, fsync, rename):
+
+- ``prefix.json``: ``{"format": "oar.jit", "version": 1, "oar_version": ..., "program": <the
+  program, schema oar.program>, "input_spec": [...], "output_spec": [...], "requires":
+  {"plugins": {plugin: {"package": ..., "version": ...}}, "ops": {op: plugin}}}``;
+- ``prefix.pdiparams``: the parameters, buffers and constants in the safetensors format, written
+  by ``oar.save`` (checksummed; never pickle).
+
+``load(prefix)`` checks the format version, that every op is registered (naming the package to
+install otherwise) and that the parameters fit the program, and returns a ``TranslatedLayer``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+
+from oar._core.program import Program, check_ops_registered, iter_refs
+from oar._core.tensor import Tensor
+from oar.errors import ArgumentError, SerializationError
+
+FORMAT = "oar.jit"
+VERSION = 1
+PROGRAM_SUFFIX = ".json"
+PARAMS_SUFFIX = ".pdiparams"
+
+
+def _distribution_of(plugin: str) -> str:
+    if plugin == "oar.core":
+        return "oar-core"
+    from importlib.metadata import entry_points
+
+    for ep in entry_points(group="oar"):
+        if ep.name == plugin and getattr(ep, "dist", None) is not None:
+            return ep.dist.name
+    return plugin
+
+
+def requirements(program: Program) -> dict:
+    """The plugins (with their package and version) that provide the program's ops."""
+    from oar.plugins import plugin_infos, registries
+
+    ops = registries().ops
+    versions = {info.name: info.version for info in plugin_infos()}
+    by_op = {name: ops.source_of(name) for name in program.op_names()}
+    plugins = {src: {"package": _distribution_of(src), "version": versions.get(src, "")} for src in sorted(set(by_op.values()))}
+    return {"plugins": plugins, "ops": by_op}
+
+
+def _static_function(layer_or_fn, input_spec):
+    from oar.jit.api import StaticFunction, _is_layer
+
+    if isinstance(layer_or_fn, StaticFunction):
+        fn = layer_or_fn
+        if input_spec is not None:
+            fn = StaticFunction(fn.dygraph_function, input_spec, fn._build_strategy, fn._full_graph, instance=fn._instance)
+        return fn
+    if _is_layer(layer_or_fn):
+        forward = layer_or_fn.forward
+        if isinstance(forward, StaticFunction):
+            if input_spec is None:
+                return forward
+            return StaticFunction(forward.dygraph_function, input_spec, forward._build_strategy, forward._full_graph,
+                                  instance=layer_or_fn)
+        func = getattr(forward, "__func__", None)
+        if func is None:
+            raise ArgumentError(f"jit.save: {type(layer_or_fn).__name__}.forward is not a method")
+        return StaticFunction(func, input_spec, instance=layer_or_fn)
+    if callable(layer_or_fn):
+        return StaticFunction(layer_or_fn, input_spec)
+    raise ArgumentError(f"jit.save: expected a Layer, a to_static function or a function, got {type(layer_or_fn).__name__}")
+
+
+def _write_json_atomic(path: str, data: dict) -> None:
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    tmp = os.path.join(directory, f".{os.path.basename(path)}.{os.getpid()}-{os.urandom(4).hex()}.tmp")
+    try:
+        with open(tmp, "x", encoding="utf-8") as f:
+            json.dump(data, f, separators=(",", ":"), allow_nan=False)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def save(layer, path: str, input_spec=None, **configs) -> None:
+    """Capture ``layer`` (a Layer, a ``to_static`` function or a function) and write
+    ``path + '.json'`` (the program and what it needs) and ``path + '.pdiparams'`` (its
+    parameters, safetensors), as ``paddle.jit.save``.
+
+    ``input_spec`` (a list of ``InputSpec``) is needed unless ``layer``'s to_static forward has
+    one or was called before. The layer's current mode is captured: call ``layer.eval()`` first
+    for an inference model. The capture runs without side effects (no running statistics move).
+
+    >>> import oar, os, tempfile
+    >>> from oar.static import InputSpec
+    >>> f = oar.jit.to_static(lambda x: oar.exp(x) + 1.0, input_spec=[InputSpec([None, 2], name="x")])
+    >>> prefix = os.path.join(tempfile.mkdtemp(), "model")
+    >>> oar.jit.save(f, prefix)
+    >>> loaded = oar.jit.load(prefix)
+    >>> loaded(oar.zeros([3, 2])).tolist()
+    [[2.0, 2.0], [2.0, 2.0], [2.0, 2.0]]
+    """
+    from oar import __version__
+    from oar._core.passes import optimize
+    from oar._core.serialization import save as oar_save
+
+    if configs:
+        raise ArgumentError(f"jit.save: unsupported arguments {sorted(configs)}")
+    if not isinstance(path, (str, os.PathLike)) or not os.path.basename(os.fspath(path)):
+        raise ArgumentError(f"jit.save: path must be a file prefix such as 'out/model', got {path!r}")
+    path = os.fspath(path)
+    fn = _static_function(layer, input_spec)
+    if input_spec is None and fn._input_spec is None and fn._last is None:
+        raise ArgumentError("jit.save: give input_spec (a list of oar.static.InputSpec), or call the to_static "
+                            "function once before saving, so that the inputs are known")
+    program = fn.get_concrete_program() if (input_spec is not None or fn._last is None) else fn.concrete_program
+    # Fine-tuning must still work on the loaded model: only the passes that keep the training
+    # semantics run now; the inference passes run when the loaded model infers.
+    program = optimize(program, 1, inference=False)
+    # The feeds' shapes as captured: a dim the program specialized (see to_static) is static here.
+    leaves = fn._spec_leaves
+    specs = [{"name": program.values[v].name, "shape": [-1 if d is None else d for d in program.values[v].shape],
+              "dtype": program.values[v].dtype.name,
+              "stop_gradient": leaves[i].stop_gradient if i < len(leaves) else True}
+             for i, v in enumerate(program.feeds)]
+    outputs = [{"shape": [-1 if d is None else d for d in program.values[r.id].shape],
+                "dtype": program.values[r.id].dtype.name} for r in iter_refs(program.outputs)]
+    document = {
+        "format": FORMAT,
+        "version": VERSION,
+        "oar_version": __version__,
+        "program": program.to_json(inline_constants=False),
+        "input_spec": specs,
+        "output_spec": outputs,
+        "requires": requirements(program),
+    }
+    json.dumps(document, allow_nan=False)  # fails here, before any file is written
+    state = {
+        "params": {name: np.asarray(t.numpy()) for name, t in program.param_tensors.items()},
+        "constants": dict(program.constant_data),
+    }
+    oar_save(state, path + PARAMS_SUFFIX)
+    _write_json_atomic(path + PROGRAM_SUFFIX, document)
+
+
+def _read_document(path: str) -> dict:
+    where = f"jit.load: {path + PROGRAM_SUFFIX!r}"
+    if not os.path.exists(path + PROGRAM_SUFFIX):
+        raise FileNotFoundError(f"{where}: no such file (jit.save writes <prefix>{PROGRAM_SUFFIX} and "
+                                f"<prefix>{PARAMS_SUFFIX}; give the prefix)")
+    try:
+        with open(path + PROGRAM_SUFFIX, encoding="utf-8") as f:
+            document = json.load(f)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise SerializationError(f"{where}: not valid JSON ({exc}): the file is truncated or corrupted") from None
+    if not isinstance(document, dict) or document.get("format") != FORMAT:
+        raise SerializationError(f"{where}: not a model written by oar.jit.save (no \"format\": \"{FORMAT}\")")
+    version = document.get("version")
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise SerializationError(f"{where}: the format version {version!r} is not an int: the file is corrupted")
+    if version > VERSION:
+        raise SerializationError(f"{where}: written by a newer oar ({document.get('oar_version', 'unknown')}) in "
+                                 f"format version {version}; this oar reads version {VERSION} and older: upgrade oar")
+    return document
+
+
+def load(path: str, **configs):
+    """Load what ``jit.save`` wrote: a ``TranslatedLayer`` that runs the program with the saved
+    parameters, without the original Python class, and that can be fine-tuned.
+
+    A missing op says which package to install; a file from a newer oar says so; a truncated or
+    corrupted file raises ``oar.errors.SerializationError``.
+    """
+    from oar._core.serialization import load as oar_load
+    from oar.jit import TranslatedLayer
+
+    if configs:
+        raise ArgumentError(f"jit.load: unsupported arguments {sorted(configs)}")
+    path = os.fspath(path)
+    document = _read_document(path)
+    where = f"jit.load: {path + PROGRAM_SUFFIX!r}"
+    requires = document.get("requires") or {}
+    plugins = requires.get("plugins") or {}
+    op_sources = {}
+    if isinstance(requires.get("ops"), dict):
+        for op, plugin in requires["ops"].items():
+            entry = plugins.get(plugin) or {}
+            op_sources[op] = entry.get("package") or plugin
+    data = document.get("program")
+    if isinstance(data, dict) and isinstance(data.get("nodes"), list):
+        names = sorted({n.get("op") for n in data["nodes"] if isinstance(n, dict) and isinstance(n.get("op"), str)})
+        check_ops_registered(names, op_sources, where)
+    if not os.path.exists(path + PARAMS_SUFFIX):
+        raise FileNotFoundError(f"jit.load: {path + PARAMS_SUFFIX!r}: no such file (the parameters jit.save wrote "
+                                f"next to {path + PROGRAM_SUFFIX!r})")
+    state = oar_load(path + PARAMS_SUFFIX, return_numpy=True)
+    if not isinstance(state, dict) or not isinstance(state.get("params"), dict) or \
+            not isinstance(state.get("constants"), dict):
+        raise SerializationError(f"jit.load: {path + PARAMS_SUFFIX!r} does not hold jit.save's parameters")
+    program = Program.from_json(data, constants=state["constants"], op_sources=op_sources, where=where)
+    for name, vid in program.params.items():
+        array = state["params"].get(name)
+        value = program.values[vid]
+        if array is None:
+            raise SerializationError(f"jit.load: {path + PARAMS_SUFFIX!r} has no parameter {name!r} the program "
+                                     f"reads: the files do not belong together")
+        if tuple(array.shape) != value.shape or array.dtype != value.dtype.np:
+            raise SerializationError(f"jit.load: parameter {name!r} is {array.dtype}{list(array.shape)} in "
+                                     f"{path + PARAMS_SUFFIX!r} but the program expects {value.meta!r}")
+    specs = document.get("input_spec") or []
+    return TranslatedLayer._from_saved(program, state["params"], specs)
+
+
+def _to_feed(x, spec: dict, i: int) -> Tensor:
+    from oar._core import dtypes as _dt
+    from oar._core.tensor import to_tensor
+
+    t = x if isinstance(x, Tensor) else to_tensor(x)
+    shape, dtype = spec.get("shape", []), _dt.get_dtype(spec.get("dtype", t.dtype.name))
+    name = spec.get("name") or f"input {i}"
+    if t.dtype is not dtype or len(t.shape) != len(shape) or any(d not in (-1, s) for d, s in zip(shape, t.shape)):
+        shown = [None if d == -1 else d for d in shape]
+        raise ArgumentError(f"TranslatedLayer: input {name!r} must be {dtype.name}{shown} (None: any size), got "
+                            f"{t.dtype.name}{t.shape}")
+    return t

@@ -1,0 +1,600 @@
+"""``oar.jit.to_static``: capture a function or a Layer's forward into a ``Program`` and run that.
+
+A ``StaticFunction`` keeps a cache of captured programs keyed by what the program depends on:
+the tensor inputs' shapes (a dim an ``InputSpec`` leaves dynamic counts as ``None``), dtypes and
+devices, which inputs are the same tensor, the non-tensor arguments, and the training flags of
+the layer's sublayers. A call whose key misses captures again: the function runs eagerly under
+the tracer (so the first call returns eager results) and the program is kept for the next calls.
+
+A dim an ``InputSpec`` leaves dynamic is checked: the function is traced a second time with that
+dim at another size (from the same rows, without side effects), and when the two programs differ
+-- the size was baked into an attribute or a constant, as ``reshape(x, [x.shape[0], -1])`` does
+-- the function is captured per size instead.
+
+When the function cannot be captured (data-dependent Python, see ``oar._core.tracing``) it falls
+back to eager for good, with one ``UserWarning`` naming the file and line, or raises
+``GraphBreakError`` under ``full_graph=True``.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import json
+import warnings
+import weakref
+
+import numpy as np
+
+from oar._core import dispatch as _dispatch
+from oar._core.executor import Executor
+from oar._core.passes import attr_key, optimize
+from oar._core.program import Program, encode_structure
+from oar._core.tensor import Tensor
+from oar._core.tracing import GraphBreak, GraphBreakError, TracingMode, user_location
+from oar.errors import ArgumentError, SerializationError
+from oar.static.input import BuildStrategy, InputSpec
+
+_ENABLED = [True]
+
+
+def enable_to_static(enable_to_static_bool: bool) -> None:
+    """Turn to_static conversion on or off globally: off, every ``to_static`` function runs its
+    Python eagerly (for debugging), as ``paddle.jit.enable_to_static``.
+
+    >>> import oar
+    >>> oar.jit.enable_to_static(False)
+    >>> oar.jit.enable_to_static(True)
+    """
+    if not isinstance(enable_to_static_bool, bool):
+        raise ArgumentError(f"enable_to_static: expected a bool, got {type(enable_to_static_bool).__name__}")
+    _ENABLED[0] = enable_to_static_bool
+
+
+def _tracing_active() -> bool:
+    return any(isinstance(m, TracingMode) for m in _dispatch._mode_stack)
+
+
+# ------------------------------------------------------------------------------------------
+# arguments: tensors out, everything else into the cache key
+# ------------------------------------------------------------------------------------------
+def _flatten(obj, tensors: list, names: list, name: str):
+    """A hashable key of ``obj``'s structure and non-tensor values; its tensors go to ``tensors``
+    (with a name each in ``names``)."""
+    if isinstance(obj, Tensor):
+        tensors.append(obj)
+        names.append(name)
+        return ("T",)
+    if obj is None or isinstance(obj, (bool, int, float, str, bytes)):
+        return (type(obj).__name__, obj)
+    if isinstance(obj, (list, tuple)):
+        return (type(obj).__name__, tuple(_flatten(o, tensors, names, f"{name}_{i}") for i, o in enumerate(obj)))
+    if isinstance(obj, dict):
+        return ("dict", tuple((k, _flatten(obj[k], tensors, names, f"{name}_{k}")) for k in obj))
+    if isinstance(obj, np.ndarray):
+        return ("ndarray", obj.shape, obj.dtype.str, obj.tobytes())
+    if isinstance(obj, np.generic):
+        return ("npscalar", obj.dtype.str, obj.item())
+    try:
+        hash(obj)
+        return ("object", obj)  # by its own equality (functions, layers, enums: by identity)
+    except TypeError:
+        return ("id", id(obj), obj.__class__)
+
+
+def _replace(obj, mapping: dict):
+    """``obj`` with the tensors in ``mapping`` (by id) replaced."""
+    if isinstance(obj, Tensor):
+        return mapping.get(id(obj), obj)
+    if isinstance(obj, list):
+        return [_replace(o, mapping) for o in obj]
+    if isinstance(obj, tuple):
+        items = [_replace(o, mapping) for o in obj]
+        return type(obj)(*items) if hasattr(obj, "_fields") else tuple(items)
+    if isinstance(obj, dict):
+        return type(obj)((k, _replace(v, mapping)) for k, v in obj.items())
+    return obj
+
+
+def _spec_leaves(spec, out: list) -> None:
+    if isinstance(spec, InputSpec):
+        out.append(spec)
+    elif isinstance(spec, (list, tuple)):
+        for s in spec:
+            _spec_leaves(s, out)
+    elif isinstance(spec, dict):
+        for s in spec.values():
+            _spec_leaves(s, out)
+
+
+def _example_tensor(spec: InputSpec, dynamic_size: int) -> Tensor:
+    """A tensor that fits ``spec``: dynamic dims of ``dynamic_size``, floats in [0.1, 1), ints 0."""
+    from oar._core.dispatch import current_device
+
+    shape = tuple(dynamic_size if d == -1 else d for d in spec.shape)
+    if spec.dtype.is_floating:
+        count = int(np.prod(shape, dtype=np.int64))
+        data = (0.1 + 0.9 * ((np.arange(count) * 0.618034) % 1.0)).reshape(shape).astype(spec.dtype.np)
+    else:
+        data = np.zeros(shape, spec.dtype.np)
+    t = Tensor._wrap(data, "cpu", spec.stop_gradient, None, 0, None)
+    if spec.name is not None:
+        t.name = spec.name
+    return t._to_backend(current_device())
+
+
+def _from_specs(spec):
+    """Arguments built from an input_spec structure (InputSpec leaves become example tensors)."""
+    if isinstance(spec, InputSpec):
+        return _example_tensor(spec, 2)
+    if isinstance(spec, list):
+        return [_from_specs(s) for s in spec]
+    if isinstance(spec, tuple):
+        return tuple(_from_specs(s) for s in spec)
+    if isinstance(spec, dict):
+        return {k: _from_specs(v) for k, v in spec.items()}
+    return spec
+
+
+def program_signature(program: Program) -> tuple:
+    """What makes two captures the same program: nodes, attributes, constants' contents,
+    parameters, outputs and updates (not the metas, which differ in dynamic dims only)."""
+    constants = tuple((name, vid, a.dtype.str, a.shape, a.tobytes())
+                      for (name, vid), a in zip(program.constants.items(), program.constant_data.values()))
+    try:
+        outputs = json.dumps(encode_structure(program.outputs), sort_keys=True)
+    except SerializationError:
+        outputs = repr(program.outputs)
+    return (
+        tuple((n.op, tuple(n.inputs), tuple(n.outputs), attr_key(n.attrs), n.no_grad) for n in program.nodes),
+        constants, tuple(program.params.items()), tuple(program.feeds), outputs, tuple(program.updates),
+    )
+
+
+class _Snapshot:
+    """Saves tensors' values and the random generator's state, and puts them back: a capture that
+    is not the user's call (the second trace of a dynamic dim, ``get_concrete_program``) must
+    leave no trace -- no running statistics updated, no random numbers drawn."""
+
+    def __init__(self, tensors):
+        import sys
+
+        seen = set()
+        self.saved = []
+        for t in tensors:
+            if id(t) not in seen and type(t._data) is np.ndarray:
+                seen.add(id(t))
+                self.saved.append((t, t._data, t._data.copy()))
+        self.rng = None
+        if "oar._ops.random" in sys.modules:
+            from oar._ops.random import get_rng_state
+
+            self.rng = get_rng_state()
+
+    def restore(self) -> None:
+        for t, data, copy in self.saved:
+            t._data = data
+            if data.flags.writeable:
+                np.copyto(data, copy)
+            else:
+                t._data = copy
+        if self.rng is not None:
+            from oar._ops.random import set_rng_state
+
+            set_rng_state(self.rng)
+
+
+class Capture:
+    """One cached program of a ``StaticFunction`` and the executors that run it."""
+
+    def __init__(self, program: Program, strategy: BuildStrategy, backend: str):
+        self.program = program
+        self.strategy = strategy
+        self.backend = backend
+        self.params = list(program.param_tensors.values())
+        self._infer: Executor | None = None
+        self._train: Executor | None = None
+
+    def _optimized(self, inference: bool) -> Program:
+        s = self.strategy
+        return optimize(self.program, s.optimization_level, inference=inference, enable=s.enable_passes,
+                        disable=s.disable_passes)
+
+    @property
+    def inference_executor(self) -> Executor:
+        if self._infer is None:
+            self._infer = Executor(self._optimized(True), self.backend, reuse_buffers=self.strategy.memory_optimize)
+        return self._infer
+
+    @property
+    def training_executor(self) -> Executor:
+        if self._train is None:
+            self._train = Executor(self._optimized(False), self.backend, hoist_parameters=False)
+        return self._train
+
+    def needs_autograd(self, feeds) -> bool:
+        if len(_dispatch._mode_stack) > 1:  # autocast or another mode must see every op
+            return True
+        if not _dispatch.grad_enabled:
+            return False
+        return any(not t.stop_gradient for t in feeds) or any(not p.stop_gradient for p in self.params)
+
+    def run(self, feeds):
+        if len(_dispatch._mode_stack) == 1 and not _dispatch.grad_enabled:  # inference, the hot path
+            executor = self._infer if self._infer is not None else self.inference_executor
+            return executor.run(feeds)
+        if self.needs_autograd(feeds):
+            return self.training_executor.replay(feeds)
+        return self.inference_executor.run(feeds)
+
+
+def _none():
+    return None
+
+
+def _same(obj):
+    return obj
+
+
+class StaticFunction:
+    """A function (or a bound Layer method) whose calls run captured programs.
+
+    Made by ``oar.jit.to_static``; ``concrete_program`` is the last captured ``Program``,
+    ``get_concrete_program(*args)`` captures for given arguments (or the input_spec) without
+    running the call, ``rollback()`` gives the Python function back, ``dygraph_function`` is it.
+    """
+
+    def __init__(self, function, input_spec=None, build_strategy=None, full_graph: bool = False, instance=None,
+                 weak: bool = False):
+        if not callable(function):
+            raise ArgumentError(f"to_static: expected a function or a Layer, got {type(function).__name__}")
+        if input_spec is not None and not isinstance(input_spec, (list, tuple)):
+            raise ArgumentError(f"to_static: input_spec must be a list or tuple of InputSpec, got "
+                                f"{type(input_spec).__name__}")
+        self.dygraph_function = function
+        # A method bound through the class attribute holds its instance weakly: the per-instance
+        # cache (a WeakKeyDictionary) must not keep the instance alive.
+        if instance is None:
+            self._instance_ref = _none
+        elif weak:
+            self._instance_ref = weakref.ref(instance)
+        else:
+            self._instance_ref = functools.partial(_same, instance)
+        self._input_spec = list(input_spec) if input_spec is not None else None
+        self._spec_leaves: list[InputSpec] = []
+        if self._input_spec is not None:
+            _spec_leaves(self._input_spec, self._spec_leaves)
+        self._build_strategy = BuildStrategy.coerce(build_strategy)
+        self._full_graph = bool(full_graph)
+        self._cache: dict[tuple, Capture] = {}
+        self._last: Capture | None = None
+        self._fallback: GraphBreak | None = None
+        self._exact_keys: set = set()  # generalized keys whose programs depend on a dynamic dim's size
+        self._warned_sizes = False
+        self._layers = None
+        self._bound: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        functools.update_wrapper(self, function)
+        try:
+            params = list(inspect.signature(function).parameters.values())
+        except (TypeError, ValueError):
+            params = []
+        if instance is not None and params:
+            params = params[1:]
+        self._arg_names = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+
+    @property
+    def _instance(self):
+        return self._instance_ref()
+
+    # -- binding ------------------------------------------------------------------------------
+    def __get__(self, instance, owner=None):
+        if instance is None or self._instance is not None:
+            return self
+        try:
+            bound = self._bound.get(instance)
+        except TypeError:
+            bound = None
+        if bound is None:
+            bound = StaticFunction(self.dygraph_function, self._input_spec, self._build_strategy, self._full_graph,
+                                   instance=instance, weak=True)
+            try:
+                self._bound[instance] = bound
+            except TypeError:
+                pass
+        return bound
+
+    @property
+    def _name(self) -> str:
+        return getattr(self.dygraph_function, "__qualname__", repr(self.dygraph_function))
+
+    def _call_python(self, args, kwargs):
+        if self._instance is not None:
+            return self.dygraph_function(self._instance, *args, **kwargs)
+        return self.dygraph_function(*args, **kwargs)
+
+    # -- calling ------------------------------------------------------------------------------
+    def __call__(self, *args, **kwargs):
+        if not _ENABLED[0] or self._fallback is not None or _tracing_active():
+            return self._call_python(args, kwargs)
+        tensors: list = []
+        names: list = []
+        structure = self._structure(args, kwargs, tensors, names)
+        key, shapes = self._key(structure, tensors)
+        entry = self._cache.get(key)
+        if entry is not None:
+            self._last = entry
+            return entry.run(tensors)
+        return self._capture(key, shapes, args, kwargs, tensors, names, dry=False)
+
+    def _structure(self, args, kwargs, tensors, names):
+        arg_names = [self._arg_names[i] if i < len(self._arg_names) else f"input_{i}" for i in range(len(args))]
+        positional = tuple(_flatten(a, tensors, names, n) for a, n in zip(args, arg_names))
+        keywords = tuple((k, _flatten(kwargs[k], tensors, names, k)) for k in sorted(kwargs))
+        for i, spec in enumerate(self._spec_leaves[:len(tensors)]):
+            if spec.name is not None:
+                names[i] = spec.name
+        return (positional, keywords)
+
+    def _layer_flags(self) -> tuple:
+        inst = self._instance
+        if inst is None or not hasattr(inst, "training"):
+            return ()
+        if self._layers is None:
+            sub = getattr(inst, "sublayers", None)
+            self._layers = sub(include_self=True) if callable(sub) else [inst]
+        return tuple(layer.training for layer in self._layers)
+
+    def _key(self, structure, tensors) -> tuple[tuple, list]:
+        specs = self._spec_leaves
+        ids = [id(t) for t in tensors]
+        same = tuple(ids.index(i) for i in ids) if len(set(ids)) != len(ids) else None
+        flags = self._layer_flags()
+        for exact in (False, True):
+            shapes = []
+            parts = []
+            for i, t in enumerate(tensors):
+                spec = specs[i] if i < len(specs) else None
+                if not exact and spec is not None and spec.fits(t):
+                    shape = spec.dynamic_shape
+                else:
+                    shape = tuple(t._data.shape)
+                shapes.append(shape)
+                parts.append((shape, t._data.dtype.str, t._backend))
+            key = (structure, tuple(parts), same, flags)
+            if key not in self._exact_keys:
+                break
+        return key, shapes
+
+    # -- capturing ----------------------------------------------------------------------------
+    def _state(self) -> dict:
+        inst = self._instance
+        state: dict = {}
+        if inst is not None and callable(getattr(inst, "named_parameters", None)):
+            for name, p in inst.named_parameters():
+                state.setdefault(id(p), (name, "parameter", p))
+            for name, b in inst.named_buffers():
+                state.setdefault(id(b), (name, "buffer", b))
+        return state
+
+    def _trace(self, args, kwargs, tensors, names, shapes, *, full_graph: bool, isolate: bool = False):
+        program = Program()
+        program.meta = {"function": self._name, "device": tensors[0]._backend if tensors else _dispatch.current_device()}
+        flags = self._layer_flags()
+        if flags:
+            program.meta["training"] = bool(flags[0])
+        tracer = TracingMode(program, self._state(), full_graph=full_graph, isolate=isolate)
+        try:
+            for t, shape, name in zip(tensors, shapes, names):
+                tracer.feed(t, shape, name)
+            with tracer:
+                result = self._call_python(args, kwargs)
+            tracer.finish(result)
+        finally:
+            tracer.restore()
+        if tracer.broken is not None and full_graph:
+            raise GraphBreakError(f"to_static(full_graph=True): {self._name} cannot be captured: {tracer.broken}")
+        return program, result, tracer.broken
+
+    def _same_for_other_sizes(self, program: Program, args, kwargs, tensors, names, shapes) -> bool:
+        """Trace again with every dynamic dim at another size; True when the program is the same."""
+        mapping = {}
+        for t, shape in zip(tensors, shapes):
+            if None not in shape or id(t) in mapping:
+                continue
+            a = np.asarray(_dispatch.BACKENDS.get(t._backend).to_numpy(t._data))
+            for axis, d in enumerate(shape):
+                if d is None:
+                    n = a.shape[axis]
+                    m = 3 if n == 2 else 2
+                    a = np.take(a, np.arange(m) % n, axis=axis) if n else np.zeros(
+                        a.shape[:axis] + (m,) + a.shape[axis + 1:], a.dtype)
+            other = Tensor._wrap(np.ascontiguousarray(a), "cpu", t.stop_gradient, None, 0, None)._to_backend(t._backend)
+            other.stop_gradient = t.stop_gradient
+            mapping[id(t)] = other
+        if not mapping:
+            return True
+        snapshot = _Snapshot([t for (_, _, t) in self._state().values()])
+        try:
+            other_program, _, broken = self._trace(_replace(args, mapping), _replace(kwargs, mapping),
+                                                   [mapping.get(id(t), t) for t in tensors], names, shapes,
+                                                   full_graph=False, isolate=True)
+        except Exception:  # noqa: BLE001 - a size the function cannot take: capture per size
+            return False
+        finally:
+            snapshot.restore()
+        return broken is None and program_signature(other_program) == program_signature(program)
+
+    def _capture(self, key, shapes, args, kwargs, tensors, names, *, dry: bool):
+        snapshot = _Snapshot([t for (_, _, t) in self._state().values()]) if dry else None
+        try:
+            program, result, broken = self._trace(args, kwargs, tensors, names, shapes, full_graph=self._full_graph,
+                                                  isolate=dry)
+        finally:
+            if snapshot is not None:
+                snapshot.restore()
+        if broken is not None:
+            self._fall_back(broken)
+            return result
+        if any(None in s for s in shapes) and not self._same_for_other_sizes(program, args, kwargs, tensors, names, shapes):
+            self._exact_keys.add(key)
+            if not self._warned_sizes:
+                self._warned_sizes = True
+                filename, lineno = user_location()
+                warnings.warn_explicit(
+                    f"to_static: the program of {self._name} depends on the size of a dim its input_spec leaves "
+                    f"dynamic (a shape read from x.shape became an attribute or a constant, as in reshape to "
+                    f"x.shape[0] or dropout's mask); it is captured again for each size",
+                    UserWarning, filename, lineno)
+            program = self._respecialized(program, tensors)
+            key, _ = self._key(key[0], tensors)
+        backend = program.meta.get("device", "cpu")
+        entry = Capture(program, self._build_strategy, backend)
+        self._cache[key] = entry
+        self._last = entry
+        return result
+
+    @staticmethod
+    def _respecialized(program: Program, tensors) -> Program:
+        """The program with its feeds' dynamic dims set to the sizes it was captured with."""
+        for vid, t in zip(program.feeds, tensors):
+            program.values[vid].shape = tuple(t._data.shape)
+        return program
+
+    def _fall_back(self, broken: GraphBreak) -> None:
+        self._fallback = broken
+        warnings.warn_explicit(
+            f"to_static: {self._name} runs eagerly from now on, it cannot be captured: {broken.reason} "
+            f"(at {broken.filename}:{broken.lineno})",
+            UserWarning, broken.filename, broken.lineno)
+
+    # -- inspection ---------------------------------------------------------------------------
+    def get_concrete_program(self, *args, **kwargs) -> Program:
+        """The program for these arguments (or, with none, for the input_spec), capturing it
+        without side effects if it is not cached. Raises ``GraphBreakError`` when the function
+        cannot be captured."""
+        if not args and not kwargs:
+            if self._input_spec is None:
+                raise ArgumentError(f"get_concrete_program: {self._name} has no input_spec; pass example "
+                                    f"arguments or give to_static an input_spec")
+            built = _from_specs(self._input_spec)
+            args = tuple(built)
+        if self._fallback is not None:
+            raise GraphBreakError(f"{self._name} cannot be captured: {self._fallback}")
+        tensors: list = []
+        names: list = []
+        structure = self._structure(args, kwargs, tensors, names)
+        key, shapes = self._key(structure, tensors)
+        entry = self._cache.get(key)
+        if entry is None:
+            self._capture(key, shapes, args, kwargs, tensors, names, dry=True)
+            if self._fallback is not None:
+                raise GraphBreakError(f"{self._name} cannot be captured: {self._fallback}")
+            entry = self._last
+        self._last = entry
+        return entry.program
+
+    @property
+    def concrete_program(self) -> Program:
+        """The last captured program (captured from the input_spec when nothing was called yet)."""
+        if self._last is not None:
+            return self._last.program
+        return self.get_concrete_program()
+
+    @property
+    def program_cache(self) -> dict:
+        """The cached captures by key (read-only use)."""
+        return self._cache
+
+    def clear_cache(self) -> None:
+        self._cache.clear()
+        self._last = None
+
+    def rollback(self):
+        """Undo ``to_static``: a Layer gets its Python forward back; returns the Python function."""
+        inst = self._instance
+        if inst is not None and inst.__dict__.get("forward") is self:
+            del inst.__dict__["forward"]
+            return inst.forward
+        return self.dygraph_function
+
+    def __deepcopy__(self, memo):
+        # A copied layer gets a fresh StaticFunction: captured programs hold the original's tensors.
+        import copy
+
+        inst = self._instance
+        clone = StaticFunction(self.dygraph_function, copy.deepcopy(self._input_spec, memo), self._build_strategy,
+                               self._full_graph, instance=None if inst is None else copy.deepcopy(inst, memo))
+        memo[id(self)] = clone
+        return clone
+
+    def __repr__(self) -> str:
+        return f"<StaticFunction {self._name}>"
+
+
+def _is_layer(obj) -> bool:
+    return callable(getattr(obj, "forward", None)) and callable(getattr(obj, "named_parameters", None))
+
+
+def to_static(function=None, input_spec=None, build_strategy=None, backend=None, full_graph: bool = False,
+              **kwargs):
+    """Capture ``function`` -- a function, a method, or a Layer (its forward) -- into a program that
+    runs without Python per op, as ``paddle.jit.to_static``; a decorator with or without arguments.
+
+    ``input_spec`` (a list of ``oar.static.InputSpec``, one per positional tensor argument) names
+    the inputs and marks dynamic dims (``None``); ``build_strategy`` picks the passes (an
+    ``oar.static.BuildStrategy``, an optimization level, or None for level 2); ``full_graph=True``
+    raises ``GraphBreakError`` where the function cannot be captured instead of falling back to
+    eager with a warning. ``backend`` is accepted for Paddle code (``None`` or ``"CINN"``: oar
+    has one backend, its executor).
+
+    >>> import oar
+    >>> @oar.jit.to_static
+    ... def f(x, y):
+    ...     return oar.exp(x) + y * 2.0
+    >>> f(oar.zeros([2]), oar.ones([2])).tolist()
+    [3.0, 3.0]
+    >>> print(f.concrete_program)  # doctest: +NORMALIZE_WHITESPACE
+    program(%x: float32[2], %y: float32[2]) {
+      constants:
+        %const_0: float32[] = 2.0
+      %2: float32[2] = exp(%x)
+      %4: float32[2] = multiply(%y, %const_0)
+      %5: float32[2] = add(%2, %4)
+      return %5
+    }
+    """
+    if backend not in (None, "CINN"):
+        raise ArgumentError(f"to_static: backend must be None or 'CINN' (oar has one backend), got {backend!r}")
+    unknown = set(kwargs) - {"property"}
+    if unknown:
+        raise ArgumentError(f"to_static: unexpected arguments {sorted(unknown)}")
+
+    def convert(fn):
+        if isinstance(fn, StaticFunction):
+            return fn
+        if _is_layer(fn) and not inspect.isfunction(fn) and not inspect.ismethod(fn):
+            forward = type(fn).__dict__.get("forward") or type(fn).forward
+            if isinstance(forward, StaticFunction):
+                forward = forward.dygraph_function
+            spec = input_spec
+            static = StaticFunction(forward, spec, build_strategy, full_graph, instance=fn)
+            object.__setattr__(fn, "forward", static)
+            return fn
+        if inspect.ismethod(fn):
+            return StaticFunction(fn.__func__, input_spec, build_strategy, full_graph, instance=fn.__self__)
+        return StaticFunction(fn, input_spec, build_strategy, full_graph)
+
+    if function is None:
+        return convert
+    return convert(function)
+
+
+def not_to_static(function=None):
+    """Mark ``function`` to run as Python inside a to_static function (oar traces through calls
+    anyway, so this changes nothing; it is here for Paddle code)."""
+    if function is None:
+        return lambda fn: fn
+    return function
+
+
+__all__ = ["to_static", "not_to_static", "enable_to_static", "StaticFunction", "Capture", "program_signature"]

@@ -1,0 +1,206 @@
+"""``TranslatedLayer``: a model loaded by ``oar.jit.load``, run from its program alone.
+
+It is an ``oar.nn.Layer`` when oar-nn is installed (so optimizers, ``state_dict`` and
+``set_state_dict`` work as on any layer, and the state dict keys are the original model's:
+``conv1.weight``), and a small layer-like class otherwise, so that oar-core alone can load and
+run a saved model. Core imports nothing of nn at import time: the class is built on first use.
+"""
+
+from __future__ import annotations
+
+import collections
+
+import numpy as np
+
+from oar._core.program import Program
+from oar._core.tensor import Tensor
+
+
+class _TranslatedMixin:
+    """What both TranslatedLayer variants do: hold the program and run it."""
+
+    def _setup(self, program: Program, specs: list) -> None:
+        from oar.jit.api import Capture
+        from oar.static.input import BuildStrategy
+
+        object.__setattr__(self, "_program", program)
+        object.__setattr__(self, "_input_specs", list(specs))
+        object.__setattr__(self, "_capture", Capture(program, BuildStrategy(), program.meta.get("device", "cpu")))
+
+    def forward(self, *inputs):
+        from oar.errors import ArgumentError
+        from oar.jit._save_load import _to_feed
+
+        specs = self._input_specs
+        if len(inputs) != len(self._program.feeds):
+            names = [s.get("name") for s in specs]
+            raise ArgumentError(f"TranslatedLayer: the saved program takes {len(self._program.feeds)} input(s) "
+                                f"{names}, got {len(inputs)}")
+        feeds = [_to_feed(x, specs[i] if i < len(specs) else {}, i) for i, x in enumerate(inputs)]
+        return self._capture.run(feeds)
+
+    def program(self, method_name: str = "forward") -> Program:
+        """The program the layer runs (Paddle's ``TranslatedLayer.program``)."""
+        if method_name != "forward":
+            from oar.errors import ArgumentError
+
+            raise ArgumentError(f"TranslatedLayer.program: only 'forward' was saved, got {method_name!r}")
+        return self._program
+
+    @property
+    def input_spec(self) -> list:
+        from oar.static.input import InputSpec
+
+        return [InputSpec(s["shape"], s["dtype"], s.get("name"), s.get("stop_gradient", False)) for s in self._input_specs]
+
+
+def _make_parameter(name: str, array: np.ndarray, kind: str, parameter_class):
+    if kind == "parameter":
+        if parameter_class is not None:
+            return parameter_class(array.copy(), name=name)
+        t = Tensor._wrap(array.copy(), "cpu", False, None, 0, None)
+    else:
+        t = Tensor._wrap(array.copy(), "cpu", True, None, 0, None)
+    t.persistable = True
+    t.name = name
+    return t
+
+
+def _nn_class():
+    import oar.nn as nn
+    from oar.nn.parameter import Parameter
+
+    class TranslatedLayer(_TranslatedMixin, nn.Layer):
+        """A model loaded by ``oar.jit.load``: an ``oar.nn.Layer`` that runs the saved program.
+
+        Its parameters keep the saved model's structured names, so ``state_dict()`` has the
+        original keys; they require gradients, so it can be fine-tuned with any optimizer.
+        """
+
+        @classmethod
+        def _from_saved(cls, program: Program, params: dict, specs: list):
+            layer = cls()
+            tensors = {}
+            for name, kind in program.param_kinds.items():
+                t = _make_parameter(name, params[name], kind, Parameter if kind == "parameter" else None)
+                tensors[name] = t
+            if not _attach_tree(layer, tensors, program.param_kinds, nn.Layer):
+                layer = cls()  # names that do not form a tree: flat, with '.' as '_'
+                for name, t in tensors.items():
+                    flat = name.replace(".", "_") or "param"
+                    if program.param_kinds[name] == "parameter":
+                        layer.add_parameter(flat, t)
+                    else:
+                        layer.register_buffer(flat, t)
+            program.param_tensors.update(tensors)
+            layer._setup(program, specs)
+            if not program.meta.get("training", True):
+                layer.eval()
+            return layer
+
+    TranslatedLayer.__module__ = "oar.jit"
+    TranslatedLayer.__qualname__ = "TranslatedLayer"
+    return TranslatedLayer
+
+
+def _attach_tree(root, tensors: dict, kinds: dict, layer_class) -> bool:
+    """Put each tensor at its dotted path under ``root``, making plain layers for the prefixes;
+    False when the names do not form a tree (one name is a prefix of another's layer path)."""
+    try:
+        for name, t in tensors.items():
+            parts = name.split(".")
+            if not all(parts):
+                return False
+            node = root
+            for part in parts[:-1]:
+                child = node._sub_layers.get(part)
+                if child is None:
+                    if part in node._parameters or part in node._buffers:
+                        return False
+                    child = layer_class()
+                    node.add_sublayer(part, child)
+                node = child
+            leaf = parts[-1]
+            if leaf in node._sub_layers or leaf in node._parameters or leaf in node._buffers:
+                return False
+            if kinds[name] == "parameter":
+                node.add_parameter(leaf, t)
+            else:
+                node.register_buffer(leaf, t)
+    except Exception:  # noqa: BLE001 - a name the Layer refuses: use flat names
+        return False
+    return True
+
+
+class CoreTranslatedLayer(_TranslatedMixin):
+    """The TranslatedLayer of an oar-core install without oar-nn: runs the program, exposes
+    ``parameters()``, ``named_parameters()``, ``state_dict()``, ``set_state_dict()``,
+    ``train()`` and ``eval()``."""
+
+    def __init__(self):
+        self.training = True
+        self._state: dict[str, Tensor] = collections.OrderedDict()
+        self._kinds: dict[str, str] = {}
+
+    @classmethod
+    def _from_saved(cls, program: Program, params: dict, specs: list):
+        layer = cls()
+        for name, kind in program.param_kinds.items():
+            layer._state[name] = _make_parameter(name, params[name], kind, None)
+            layer._kinds[name] = kind
+        program.param_tensors.update(layer._state)
+        layer._setup(program, specs)
+        if not program.meta.get("training", True):
+            layer.eval()
+        return layer
+
+    def __call__(self, *inputs):
+        return self.forward(*inputs)
+
+    def named_parameters(self):
+        return [(n, t) for n, t in self._state.items() if self._kinds[n] == "parameter"]
+
+    def parameters(self):
+        return [t for _, t in self.named_parameters()]
+
+    def named_buffers(self):
+        return [(n, t) for n, t in self._state.items() if self._kinds[n] == "buffer"]
+
+    def state_dict(self):
+        return collections.OrderedDict(self._state)
+
+    def set_state_dict(self, state_dict: dict):
+        from oar.errors import ArgumentError
+
+        missing = [n for n in self._state if n not in state_dict]
+        unexpected = [n for n in state_dict if n not in self._state]
+        if missing or unexpected:
+            raise ArgumentError(f"set_state_dict: missing keys {missing}, unexpected keys {unexpected}")
+        for name, value in state_dict.items():
+            target = self._state[name]
+            array = np.asarray(value.numpy() if isinstance(value, Tensor) else value, dtype=target._data.dtype)
+            if list(array.shape) != target.shape:
+                raise ArgumentError(f"set_state_dict: {name}: got shape {list(array.shape)}, expected {target.shape}")
+            target._data = array.copy()
+            target._bump_version()
+
+    def train(self):
+        self.training = True
+        return self
+
+    def eval(self):
+        self.training = False
+        return self
+
+
+_CLASS: list = []
+
+
+def translated_layer_class():
+    """``oar.nn.Layer``-based when oar-nn is installed, else the core variant (built once)."""
+    if not _CLASS:
+        try:
+            _CLASS.append(_nn_class())
+        except ImportError:
+            _CLASS.append(CoreTranslatedLayer)
+    return _CLASS[0]
