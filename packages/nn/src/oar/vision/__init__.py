@@ -9,6 +9,7 @@
 """
 
 from oar.vision import datasets as datasets
+from oar.vision import models as models
 from oar.vision import transforms as transforms
 from oar.vision.datasets import MNIST as MNIST
 from oar.vision.datasets import Cifar10 as Cifar10
@@ -36,7 +37,7 @@ from oar.vision.transforms import ToTensor as ToTensor
 from oar.vision.transforms import Transpose as Transpose
 
 __all__ = [
-    "datasets", "transforms", "get_image_backend", "set_image_backend", "image_load",
+    "datasets", "models", "transforms", "get_image_backend", "set_image_backend", "image_load",
     "MNIST", "FashionMNIST", "Cifar10", "Cifar100", "DatasetFolder", "ImageFolder", "Digits",
     "BaseTransform", "Compose", "ToTensor", "Normalize", "Transpose", "Resize", "CenterCrop", "Pad", "RandomCrop",
     "RandomResizedCrop", "RandomHorizontalFlip", "RandomVerticalFlip", "RandomRotation", "ColorJitter",
