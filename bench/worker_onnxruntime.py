@@ -1,0 +1,59 @@
+"""The ONNX Runtime worker of the benchmark suite: W6's LeNet, exported to ONNX by the torch worker.
+
+    python bench/worker_torch.py W6 --threads 1 --quick --export-onnx /tmp/lenet.onnx
+    python bench/worker_onnxruntime.py W6 --threads 1 --model /tmp/lenet.onnx
+
+A CPU session with every graph optimisation, ``intra_op_num_threads`` set to the suite's thread
+count and one inter-op thread. Only W6 has an ONNX Runtime row; other workloads are ignored.
+"""
+
+from __future__ import annotations
+
+import pin_threads
+
+pin_threads.from_argv()  # before numpy and the framework load: they read the thread variables once
+
+import sys  # noqa: E402
+
+import numpy as np  # noqa: E402
+import onnxruntime as ort  # noqa: E402
+import suite  # noqa: E402
+from suite import Case, WorkerArgs, time_case, unavailable  # noqa: E402
+
+FRAMEWORK = "onnxruntime"
+
+
+def w6(args: WorkerArgs) -> list[Case]:
+    if not args.extra.model:
+        return [unavailable("W6", suite.w6_case(b, "graph"), "ms", "no ONNX model: it is exported by the torch worker")
+                for b in ("b1", "b64")]
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = args.threads
+    options.inter_op_num_threads = 1
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    session = ort.InferenceSession(args.extra.model, options, providers=["CPUExecutionProvider"])
+    name = session.get_inputs()[0].name
+    data = suite.inputs("W6")
+    cases = []
+    for batch in ("b1", "b64"):
+        feed = {name: data[batch]}
+
+        def run(feed=feed):
+            return session.run(None, feed)[0]
+
+        cases.append(time_case("W6", suite.w6_case(batch, "graph"), run, args.budget(f"W6 {batch}"), "ms",
+                               check=float(run().sum()), note="onnxruntime, LeNet exported by torch.onnx.export"))
+    return cases
+
+
+def main(argv: list[str] | None = None) -> int:
+    def extend(parser):
+        parser.add_argument("--model", metavar="PATH", help="the LeNet ONNX file written by worker_torch.py")
+
+    args = suite.parse_worker_args(__doc__.splitlines()[0], extend, argv)
+    details = f"numpy {np.__version__}; intra_op_num_threads={args.threads}, inter_op_num_threads=1"
+    return suite.run_worker(FRAMEWORK, ort.__version__, details, args, {"W6": w6})
+
+
+if __name__ == "__main__":
+    sys.exit(main())
