@@ -6,7 +6,9 @@ Sessions:
                     install), the oar distributions it declares and its test extra; runs
                     ``tests/<folder name>``
     lint            ruff (pyflakes, pycodestyle, import sorting), configured in the root pyproject.toml
-    bench           ``python bench/run.py``
+    bench           the benchmark suite, ``python bench/run.py``: oar side by side with PyTorch,
+                    PaddlePaddle and ONNX Runtime, installed into the session's own venv (never
+                    into the test venvs); ``nox -s bench -- --write`` appends to docs/benchmarks.md
     demo            ``python examples/demo.py``
 
 Distributions are found on disk (``packages/*/pyproject.toml``, ``plugins/*/pyproject.toml``), so a
@@ -89,15 +91,30 @@ def lint(session: nox.Session) -> None:
     session.run("ruff", "check", ".", *session.posargs)
 
 
+# The peers of the benchmark suite, one pip call each so that one that cannot be installed leaves the
+# others (its columns then say "not installed"). torch is the CPU build pinned here, never a CUDA one;
+# onnx is what torch.onnx.export needs to write the model ONNX Runtime runs.
+BENCH_PEERS = (("torch==2.13.0",), ("paddlepaddle",), ("onnxruntime", "onnx"))
+
+
 @nox.session
 def bench(session: nox.Session) -> None:
-    """oar's benchmarks; ``nox -s bench -- --write`` appends the result to docs/benchmarks.md."""
-    session.install(*(f"./{dist}" for dist in DISTRIBUTIONS))
+    """The benchmark suite at 1 then 2 threads; ``nox -s bench -- --write`` appends it to docs/benchmarks.md.
+
+    Other arguments go to bench/run.py, e.g. ``-- --frameworks oar --quick`` or ``-- --workloads W2 W3``.
+    """
+    session.install(*(f"./{dist}" for dist in DISTRIBUTIONS), "threadpoolctl")
+    for requirements in BENCH_PEERS:
+        try:
+            session.install(*requirements, silent=True)
+        except nox.command.CommandFailed:
+            session.warn(f"could not install {' '.join(requirements)}: its columns will say 'not installed'")
     session.run("python", "bench/run.py", *session.posargs)
 
 
 @nox.session
 def demo(session: nox.Session) -> None:
-    """oar's main job, end to end, with the installed packages."""
-    session.install(*(f"./{dist}" for dist in DISTRIBUTIONS))
+    """oar's main job, end to end, with the installed packages: LeNet on the bundled digits through
+    ``oar.Model`` (oar-nn, with its ``vis`` extra for the TensorBoard logs and the training curves)."""
+    session.install(*(f"./{dist}[vis]" if dist == "packages/nn" else f"./{dist}" for dist in DISTRIBUTIONS))
     session.run("python", "examples/demo.py", *session.posargs)
