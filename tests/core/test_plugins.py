@@ -421,6 +421,41 @@ def test_example_plugin_is_found_through_its_entry_point(example_venv):
     assert "    ops: logcosh" in lines
     assert "    kernels: exp@cpu, logcosh@cpu" in lines
     assert ("    layers: LogCoshLoss" in lines) == NN_INSTALLED
+    assert "    passes: skip_negation_under_logcosh" in lines
+
+
+EXAMPLE_PASS_CHECK = """
+    import json
+    import numpy as np
+    import oar
+    from oar._core.passes import optimize
+
+    logcosh = oar.plugins.registries().ops.get("logcosh")
+    traced = oar.jit.to_static(lambda x: logcosh(-x) * 2.0)
+    x = oar.to_tensor(np.linspace(-2.0, 2.0, 7))
+    eager = (logcosh(-x) * 2.0).numpy()
+    program = traced.concrete_program if traced(x) is not None else None
+    optimized = optimize(program)
+    print(json.dumps({
+        "captured": [n.op for n in program.nodes],
+        "optimized": [n.op for n in optimized.nodes],
+        "source": oar.plugins.registries().passes.source_of("skip_negation_under_logcosh"),
+        "error": float(np.max(np.abs(traced(x).numpy() - eager))),
+    }))
+"""
+
+
+@pytest.mark.slow
+def test_example_plugin_pass_rewrites_to_static_programs(example_venv):
+    # The plugin's pass is registered through its entry point and joins the optimisation of every
+    # to_static program: the neg feeding logcosh is gone, and the outputs are unchanged.
+    result = run_in(example_venv, ["-c", textwrap.dedent(EXAMPLE_PASS_CHECK)])
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["captured"] == ["neg", "logcosh", "multiply"]
+    assert report["optimized"] == ["logcosh", "multiply"]
+    assert report["source"] == "example"
+    assert report["error"] < 1e-12
 
 
 NN_INSTALLED = importlib.util.find_spec("oar.nn") is not None

@@ -23,6 +23,7 @@ from oar._core.op import (
     OpRegistry,
     TensorMeta,
 )
+from oar._core.passes import Pass
 from oar._core.registry import Registry
 from oar.plugins._manager import (
     ENTRY_POINT_GROUP,
@@ -40,7 +41,7 @@ hookimpl = pluggy.HookimplMarker("oar")
 from oar.hookspecs import hookspec  # noqa: E402 - after hookimpl, the order pluggy documents
 
 __all__ = [
-    "hookimpl", "hookspec", "Op", "TensorMeta", "Backend", "Mode", "Registry", "OpRegistry",
+    "hookimpl", "hookspec", "Op", "Pass", "TensorMeta", "Backend", "Mode", "Registry", "OpRegistry",
     "KernelRegistry", "Registries", "PluginInfo", "registries", "load_plugins", "plugin_infos",
     "register", "unregister", "get_manager", "ENTRY_POINT_GROUP", "AMP_FP32", "AMP_LOW_PRECISION",
     "AMP_PROMOTE", "PLUGIN_PRIORITY", "REFERENCE_PRIORITY",
