@@ -1,0 +1,37 @@
+"""oar-numba: numba-compiled CPU kernels for oar-nn's hot ops, registered over the numpy references.
+
+Installing the distribution is all it takes: oar finds it through the entry point ``numba`` of
+the group ``oar`` and dispatches these kernels for float32 and float64 on ``cpu``.
+``OAR_DISABLE_PLUGINS=numba`` turns them off; ``oar.set_num_threads(n)`` sizes numba's threads
+together with BLAS's. ``KERNELS`` maps each op name to the kernel registered for it:
+
+>>> from oar_numba import KERNELS
+>>> sorted(KERNELS)[:3]
+['adaptive_avg_pool_grad', 'adaptive_max_pool', 'batch_norm']
+"""
+
+from oar_numba import _activation, _conv, _embedding, _loss, _norm, _pooling
+
+__version__ = "0.1.0"
+
+KERNELS = {
+    "conv": _conv.conv,
+    "conv_transpose": _conv.conv_transpose,
+    "conv_weight_grad": _conv.conv_weight_grad,
+    "max_pool": _pooling.max_pool,
+    "max_pool_grad": _pooling.max_pool_grad,
+    "adaptive_avg_pool_grad": _pooling.adaptive_avg_pool_grad,
+    "adaptive_max_pool": _pooling.adaptive_max_pool,
+    "batch_norm": _norm.batch_norm,
+    "batch_norm_grad": _norm.batch_norm_grad,
+    "layer_norm": _norm.layer_norm,
+    "layer_norm_grad": _norm.layer_norm_grad,
+    "softmax_grad": _activation.softmax_grad,
+    "softmax_with_cross_entropy": _loss.softmax_with_cross_entropy,
+    "embedding_grad": _embedding.embedding_grad,
+    "relu": _activation.relu,
+    "relu_grad": _activation.relu_grad,
+    "gelu": _activation.gelu,
+}
+
+__all__ = ["KERNELS"]

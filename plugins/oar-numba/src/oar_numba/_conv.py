@@ -1,0 +1,159 @@
+"""Convolution kernels (1-d and 2-d): im2col and col2im compiled with numba, the GEMMs in BLAS.
+
+The references build the patch matrix with a strided window view whose copy (numpy's generic
+strided loop) and the transposes around one large matmul dominate their time, with fresh
+multi-MiB buffers (page faults) on every call. Here a chunk of samples (a few MiB of patches, in
+a buffer the thread reuses) goes through:
+
+- ``conv``: numba writes the patches ``cols [m, C * K, P]`` (P output positions, each kernel row a
+  run of contiguous copies) and BLAS multiplies ``W [O, C * K] @ cols[n]``.
+- ``conv_weight_grad``: the same patches, ``dw = sum_n g[n] @ cols[n].T``.
+- ``conv_transpose``: ``cols[n] = W.T @ x[n]``, then numba's col2im adds every patch into its
+  window of the output, one thread per (sample, channel) plane, so no two threads meet.
+
+The GEMMs go sample by sample (and group by group) through numpy's batched ``matmul``, straight
+into the output's layout: nothing is transposed afterwards. (One GEMM per chunk over
+channel-major patches, which gives BLAS's threads fewer forks and joins, measured no faster at
+two threads on an idle machine, and slower at one.)
+
+Both directions share one index rule: output position ``p`` and kernel offset ``k`` read input
+position ``p * stride - pad_before + k * dilation``; a negative ``after`` padding (a crop, which
+gradient rules use) needs no care, since no window reaches the cropped part. 1-d convolutions run
+as 2-d ones of height 1; 3-d ones go to the reference kernels.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import prange
+
+from oar.nn.functional import conv as _ref
+from oar_numba._jit import parallel, scratch
+
+CHUNK_BYTES = 4 << 20  # patches of this many bytes (at least one sample's) per chunk
+
+
+@parallel
+def _im2col(x, kh, kw, sh, sw, top, left, dh, dw, cols):
+    """cols[n, c, i, j, oh, ow] = x[n, c, oh * sh - top + i * dh, ow * sw - left + j * dw] (0 outside)."""
+    batch, channels, height, width = x.shape
+    oh_size, ow_size = cols.shape[4], cols.shape[5]
+    for nc in prange(batch * channels):
+        n, c = nc // channels, nc % channels
+        for i in range(kh):
+            for j in range(kw):
+                start = j * dw - left
+                lo = 0 if start >= 0 else (-start + sw - 1) // sw
+                hi = min(ow_size, (width - start + sw - 1) // sw) if start < width else 0
+                lo = min(lo, ow_size)
+                hi = max(lo, hi)
+                for oh in range(oh_size):
+                    h = oh * sh - top + i * dh
+                    row = cols[n, c, i, j, oh]
+                    if h < 0 or h >= height:
+                        row[:] = 0
+                        continue
+                    row[:lo] = 0
+                    row[hi:] = 0
+                    src = x[n, c, h]
+                    for ow in range(lo, hi):
+                        row[ow] = src[ow * sw + start]
+
+
+@parallel
+def _col2im(cols, kh, kw, sh, sw, top, left, dh, dw, out):
+    """The adjoint of ``_im2col``: out[n, c, ih * sh - top + i * dh, ...] += cols[n, c, i, j, ih, iw]."""
+    batch, channels, height, width = out.shape
+    ih_size, iw_size = cols.shape[4], cols.shape[5]
+    for nc in prange(batch * channels):
+        n, c = nc // channels, nc % channels
+        for i in range(kh):
+            for j in range(kw):
+                start = j * dw - left
+                lo = 0 if start >= 0 else (-start + sw - 1) // sw
+                hi = min(iw_size, (width - start + sw - 1) // sw) if start < width else 0
+                for ih in range(ih_size):
+                    h = ih * sh - top + i * dh
+                    if h < 0 or h >= height:
+                        continue
+                    row = cols[n, c, i, j, ih]
+                    dst = out[n, c, h]
+                    for iw in range(lo, hi):
+                        dst[iw * sw + start] += row[iw]
+
+
+def _as_2d(x, kernel, stride, padding, dilation):
+    """A 1-d problem as a 2-d one of height 1: (x4, kernel, stride, (top, left), dilation)."""
+    if x.ndim == 3:
+        return (np.ascontiguousarray(x)[:, :, None, :], (1, kernel[0]), (1, stride[0]), (0, padding[0]),
+                (1, dilation[0]))
+    return np.ascontiguousarray(x), tuple(kernel), tuple(stride), (padding[0], padding[2]), tuple(dilation)
+
+
+def _sample_chunks(n: int, bytes_per_sample: int) -> list[tuple[int, int]]:
+    step = max(1, CHUNK_BYTES // max(bytes_per_sample, 1))
+    return [(s, min(n, s + step)) for s in range(0, n, step)]
+
+
+def _patches(x4, kernel, stride, pads, dilation, out_hw, chunks):
+    """Per chunk of samples: (start, stop, cols [stop - start, C, kh, kw, OH, OW]), in one scratch buffer."""
+    per_sample = x4.shape[1] * kernel[0] * kernel[1] * out_hw[0] * out_hw[1]
+    buffer = scratch("patches", per_sample * (chunks[0][1] - chunks[0][0]), x4.dtype)
+    for start, stop in chunks:
+        cols = buffer[:per_sample * (stop - start)].reshape(stop - start, x4.shape[1], *kernel, *out_hw)
+        _im2col(x4[start:stop], *kernel, *stride, *pads, *dilation, cols)
+        yield start, stop, cols
+
+
+def conv(x, w, stride, padding, dilation, groups):
+    if x.ndim not in (3, 4) or x.size == 0 or w.size == 0:
+        return _ref._conv_kernel(x, w, stride, padding, dilation, groups)
+    out = _ref.conv_sizes("conv", x.shape[2:], w.shape[2:], stride, padding, dilation)
+    x4, kernel, stride2, pads, dilation2 = _as_2d(x, w.shape[2:], stride, padding, dilation)
+    out_hw = (1, out[0]) if x.ndim == 3 else out
+    n, c, o = x.shape[0], x.shape[1], w.shape[0]
+    positions = out_hw[0] * out_hw[1]
+    weights = np.ascontiguousarray(w).reshape(groups, o // groups, -1)  # [G, O/G, C/G * K]
+    y = np.empty((n, groups, o // groups, positions), x.dtype)
+    chunks = _sample_chunks(n, c * kernel[0] * kernel[1] * positions * x.itemsize)
+    for start, stop, cols in _patches(x4, kernel, stride2, pads, dilation2, out_hw, chunks):
+        np.matmul(weights, cols.reshape(stop - start, groups, -1, positions), out=y[start:stop])
+    return y.reshape(n, o, *out)
+
+
+def conv_weight_grad(x, g, kernel_size, stride, padding, dilation, groups):
+    if x.ndim not in (3, 4) or x.size == 0 or g.size == 0:
+        return _ref._conv_weight_grad_kernel(x, g, kernel_size, stride, padding, dilation, groups)
+    x4, kernel, stride2, pads, dilation2 = _as_2d(x, kernel_size, stride, padding, dilation)
+    out_hw = (1, g.shape[2]) if x.ndim == 3 else g.shape[2:]
+    n, c, o = x.shape[0], x.shape[1], g.shape[1]
+    positions = out_hw[0] * out_hw[1]
+    grads = np.ascontiguousarray(g).reshape(n, groups, o // groups, positions)
+    dw = np.zeros((groups, o // groups, c // groups * kernel[0] * kernel[1]), x.dtype)
+    chunks = _sample_chunks(n, c * kernel[0] * kernel[1] * positions * x.itemsize)
+    for start, stop, cols in _patches(x4, kernel, stride2, pads, dilation2, out_hw, chunks):
+        patches = cols.reshape(stop - start, groups, -1, positions).transpose(0, 1, 3, 2)
+        dw += np.matmul(grads[start:stop], patches).sum(axis=0)  # sum over samples of g[n] @ cols[n].T
+    return dw.reshape(o, c // groups, *kernel_size)
+
+
+def conv_transpose(x, w, stride, padding, output_padding, dilation, groups):
+    if x.ndim not in (3, 4) or x.size == 0 or w.size == 0:
+        return _ref._conv_transpose_kernel(x, w, stride, padding, output_padding, dilation, groups)
+    out = _ref.conv_transpose_sizes("conv_transpose", x.shape[2:], w.shape[2:], stride, padding, output_padding,
+                                    dilation)
+    x4, kernel, stride2, pads, dilation2 = _as_2d(x, w.shape[2:], stride, padding, dilation)
+    ih, iw = x4.shape[2:]
+    n, c = x.shape[:2]
+    o = w.shape[1] * groups
+    weights = np.ascontiguousarray(w).reshape(groups, c // groups, -1).transpose(0, 2, 1)  # [G, O/G * K, C/G]
+    inputs = x4.reshape(n, groups, c // groups, ih * iw)
+    y = np.zeros((n, o, *((1, out[0]) if x.ndim == 3 else out)), x.dtype)
+    per_sample = o * kernel[0] * kernel[1] * ih * iw
+    chunks = _sample_chunks(n, per_sample * x.itemsize)
+    buffer = scratch("patches", per_sample * (chunks[0][1] - chunks[0][0]), x.dtype)
+    for start, stop in chunks:
+        cols = buffer[:per_sample * (stop - start)].reshape(stop - start, groups, -1, ih * iw)
+        np.matmul(weights, inputs[start:stop], out=cols)  # per sample and group: W.T @ x[n]
+        _col2im(cols.reshape(stop - start, o, *kernel, ih, iw), *kernel, *stride2, *pads, *dilation2, y[start:stop])
+    return y.reshape(n, o, *out)

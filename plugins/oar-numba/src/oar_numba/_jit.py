@@ -1,0 +1,87 @@
+"""How oar-numba compiles and launches its kernels, in one place.
+
+Every kernel is compiled lazily, once per dtype, and cached on disk (``cache=True``): a second
+process loads the machine code instead of compiling it again (see docs/numba.md for the cold and
+warm first-call latencies). ``nogil`` lets other Python threads run meanwhile.
+
+The fast-math flags allow reassociation (vectorised sums), fused multiply-adds, reciprocals and
+ignoring the sign of zero, but never ``nnan``/``ninf``: ``-inf`` and NaN carry meaning here
+(attention masks, the padding of max pooling, NaN propagation as numpy does it).
+
+Intermediate buffers (the convolutions' patch matrices) are reused per thread (``scratch``):
+on this project's machines a fresh buffer of a few MiB costs more in page faults than the copy
+that fills it.
+
+Small calls run on the calling thread alone: waking the pool costs microseconds on an idle
+machine and a scheduler tick (milliseconds) when another process holds the other cores, while
+the work of a few thousand elements is done in microseconds.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+# GNU OpenMP (numba's threading layer here) keeps its idle threads spinning for a while after
+# each parallel region; the convolutions alternate numba regions with BLAS products, whose
+# threads would then share cores with spinners. Passive waiting frees the cores at once. This
+# must be set before numba's first parallel call loads libgomp, and a user's own setting wins.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import numba  # noqa: E402
+import numpy as np  # noqa: E402
+
+FASTMATH = {"reassoc", "contract", "arcp", "nsz"}
+SERIAL_BELOW = 1 << 16  # elements of the largest array argument
+
+
+class ParallelKernel:
+    """A numba kernel whose ``prange`` loops run on numba's thread pool for large arguments."""
+
+    __slots__ = ("jitted",)
+
+    def __init__(self, fn):
+        self.jitted = numba.njit(parallel=True, cache=True, nogil=True, fastmath=FASTMATH)(fn)
+
+    def __call__(self, *args):
+        threads = numba.get_num_threads()
+        if threads > 1 and max(a.size for a in args if isinstance(a, np.ndarray)) < SERIAL_BELOW:
+            numba.set_num_threads(1)  # masks the pool for this thread only, for this call
+            try:
+                return self.jitted(*args)
+            finally:
+                numba.set_num_threads(threads)
+        return self.jitted(*args)
+
+
+def parallel(fn) -> ParallelKernel:
+    return ParallelKernel(fn)
+
+
+def serial(fn):
+    """A kernel that runs on the calling thread: for work that threads would only slow down."""
+    return numba.njit(cache=True, nogil=True, fastmath=FASTMATH)(fn)
+
+
+def chunks(total: int) -> int:
+    """How many pieces to split ``total`` rows into for per-thread partial sums."""
+    return max(1, min(total, 4 * numba.get_num_threads()))
+
+
+SCRATCH_LIMIT = 64 << 20  # bytes; a larger buffer is allocated for its call and let go
+_scratch = threading.local()
+
+
+def scratch(name: str, size: int, dtype) -> np.ndarray:
+    """A 1-d buffer of ``size`` elements that this thread reuses from call to call under ``name``.
+
+    Never return it, or a view of it, from a kernel: the next call overwrites it.
+    """
+    dtype = np.dtype(dtype)
+    if size * dtype.itemsize > SCRATCH_LIMIT:
+        return np.empty(size, dtype)
+    buffers = _scratch.__dict__.setdefault("buffers", {})
+    buffer = buffers.get((name, dtype))
+    if buffer is None or buffer.size < size:
+        buffer = buffers[name, dtype] = np.empty(size, dtype)
+    return buffer[:size]
