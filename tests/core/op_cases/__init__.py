@@ -6,19 +6,10 @@ fails when a registered op has no case.
 
 from __future__ import annotations
 
-import importlib
+from oar.testing import load_cases
 
 FAMILIES = ("creation", "elementwise", "reduction", "shape", "indexing", "linalg", "random", "assign")
 
 
 def all_cases():
-    cases = []
-    for family in FAMILIES:
-        try:
-            module = importlib.import_module(f"{__name__}.{family}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"{__name__}.{family}":
-                raise
-            continue
-        cases.extend(module.CASES)
-    return cases
+    return load_cases(__name__, FAMILIES)

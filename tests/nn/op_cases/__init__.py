@@ -2,19 +2,10 @@
 
 from __future__ import annotations
 
-import importlib
+from oar.testing import load_cases
 
 FAMILIES = ("activation", "attention", "common", "conv", "loss", "norm", "pooling", "vision")
 
 
 def all_cases():
-    cases = []
-    for family in FAMILIES:
-        try:
-            module = importlib.import_module(f"{__name__}.{family}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"{__name__}.{family}":
-                raise
-            continue
-        cases.extend(module.CASES)
-    return cases
+    return load_cases(__name__, FAMILIES)

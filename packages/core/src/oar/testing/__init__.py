@@ -36,7 +36,7 @@ TOLERANCES: dict[str, tuple[float, float]] = {
 GRAD_RTOL, GRAD_ATOL, FD_EPS = 1e-5, 1e-7, 1e-6
 
 __all__ = [
-    "OpCase", "check_output", "check_grad", "check_case", "record_ops", "OpRecorder",
+    "OpCase", "check_output", "check_grad", "check_case", "check_forward", "load_cases", "record_ops", "OpRecorder",
     "TOLERANCES", "noncontiguous",
 ]
 
@@ -216,3 +216,29 @@ def check_case(case: OpCase, recorder: OpRecorder | None = None) -> None:
     check_output(case, case.dtypes[0], contiguous=False, recorder=recorder)
     if case.grad:
         check_grad(case)
+
+
+def check_forward(case: OpCase) -> None:
+    """``check_output`` for every dtype of ``case``, asserting that the call dispatched ``case.op``
+    (so a table row cannot pass while exercising some other op)."""
+    for dtype in case.dtypes:
+        with record_ops() as rec:
+            check_output(case, dtype, recorder=rec)
+        if case.op not in rec.ops:
+            raise AssertionError(f"case {case.id} never dispatched op {case.op!r} (it ran {sorted(rec.ops)})")
+
+
+def load_cases(package: str, families) -> list[OpCase]:
+    """The ``CASES`` of every module ``<package>.<family>`` that exists (an op table's rows)."""
+    import importlib
+
+    cases: list[OpCase] = []
+    for family in families:
+        try:
+            module = importlib.import_module(f"{package}.{family}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"{package}.{family}":
+                raise
+            continue
+        cases.extend(module.CASES)
+    return cases
