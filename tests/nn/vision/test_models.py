@@ -293,3 +293,10 @@ def test_exports():
 def test_docstring_examples(module):
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_models_are_reexported_at_oar_vision_like_paddle_vision():
+    # Paddle code writes ``paddle.vision.LeNet()`` as often as ``paddle.vision.models.LeNet()``.
+    for name in oar.vision.models.__all__:
+        assert getattr(oar.vision, name) is getattr(oar.vision.models, name)
+    assert "resnet18" in oar.vision.__all__

@@ -36,7 +36,11 @@ from oar.vision.transforms import Resize as Resize
 from oar.vision.transforms import ToTensor as ToTensor
 from oar.vision.transforms import Transpose as Transpose
 
+# Paddle re-exports every model at ``paddle.vision`` (``paddle.vision.LeNet``, ``paddle.vision.resnet18``).
+globals().update({name: getattr(models, name) for name in models.__all__})
+
 __all__ = [
+    *models.__all__,
     "datasets", "models", "transforms", "get_image_backend", "set_image_backend", "image_load",
     "MNIST", "FashionMNIST", "Cifar10", "Cifar100", "DatasetFolder", "ImageFolder", "Digits",
     "BaseTransform", "Compose", "ToTensor", "Normalize", "Transpose", "Resize", "CenterCrop", "Pad", "RandomCrop",
