@@ -515,3 +515,23 @@ def test_modifying_a_saved_input_in_place_is_caught_at_backward():
     oar.assign(oar.to_tensor([5.0, 5.0], dtype="float64"), y)  # overwrite y
     with pytest.raises(GradientError, match=r"modified in place.*clone\(\)"):
         z.sum().backward()
+
+
+def test_backward_accumulates_into_the_same_grad_buffer_as_paddle():
+    x = leaf([1.0, 2.0])
+    (x * x).sum().backward()
+    g = x.grad
+    buffer = g.numpy()
+    (x * 3.0).sum().backward()
+    assert x.grad is g and x.grad.numpy() is buffer  # accumulated in place, no new tensor
+    np.testing.assert_allclose(g.numpy(), [5.0, 7.0])
+
+
+def test_in_place_accumulation_bumps_a_saved_grad_version():
+    x = leaf([1.0, 2.0])
+    x.sum().backward()
+    w = leaf([1.0, 1.0])
+    y = (w * x.grad).sum()  # multiply saves x.grad for w's gradient
+    (x * 2.0).sum().backward()  # accumulates into x.grad in place
+    with pytest.raises(GradientError, match="modified in place"):
+        y.backward()

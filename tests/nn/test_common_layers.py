@@ -271,3 +271,18 @@ def test_common_layers_are_registered():
                  "UpsamplingBilinear2D", "Pad2D", "ZeroPad2D", "PixelShuffle", "BatchNorm2D", "LayerNorm", "GroupNorm",
                  "InstanceNorm2D", "RMSNorm"):
         assert layers.get(name) is getattr(oar.nn, name)
+
+
+def test_linear_is_one_op_whose_errors_name_linear():
+    x, w, b = oar.ones([3, 5]), oar.ones([4, 2]), oar.ones([2])
+    with pytest.raises(ShapeError, match=r"linear: x \[3, 5\] and y \[4, 2\]: contraction dims differ"):
+        F.linear(x, w, b)
+    with pytest.raises(ShapeError, match=r"linear: expected x \[..., in\], weight \[in, out\] and bias \[out\]"):
+        F.linear(oar.ones([3, 4]), w, oar.ones([3]))
+    layer = oar.nn.Linear(4, 2)
+    y = layer(oar.ones([2, 3, 4]))
+    assert y._node.op.name == "linear" and y.shape == [2, 3, 2]
+    y.sum().backward()  # the weight gradient contracts over both leading dims
+    np.testing.assert_allclose(layer.weight.grad.numpy(), np.full([4, 2], 6.0))
+    np.testing.assert_allclose(layer.bias.grad.numpy(), [6.0, 6.0])
+    assert F.linear(oar.ones([4]), w, b).shape == [2]  # a 1-d x: matmul, then the bias added

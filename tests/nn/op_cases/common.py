@@ -213,7 +213,11 @@ CASES = [
            lambda g: dispatch(C.interpolate_grad_op, (g,), _interp_attrs("area", (3, 4), (2, 3))),
            _transpose_ref(lambda x: _area_ref(x, (2, 3)), (1, 1, 3, 4)), [rand(1, 1, 2, 3)], id="interpolate_grad_area"),
     # -- compositions of core ops ------------------------------------------------------------------
-    OpCase("matmul", F.linear, lambda x, w, b: x @ w + b, [rand(3, 4), rand(4, 2), rand(2)], id="linear"),
+    OpCase("linear", F.linear, lambda x, w, b: x @ w + b, [rand(3, 4), rand(4, 2), rand(2)],
+           dtypes=("float32", "float64", "float16", "bfloat16")),
+    OpCase("linear", F.linear, lambda x, w, b: x @ w + b, [rand(2, 3, 4), rand(4, 2), rand(2)], id="linear_3d"),
+    OpCase("matmul", F.linear, lambda x, w, b: x @ w + b, [rand(3, 4), rand(4, 2), rand(1, 2)], id="linear_2d_bias"),
+    OpCase("matmul", lambda x, w: F.linear(x, w), lambda x, w: x @ w, [rand(3, 4), rand(4, 2)], id="linear_no_bias"),
     OpCase("matmul", F.bilinear, lambda a, b, w, bias: np.einsum("ni,oij,nj->no", a, w, b) + bias,
            [rand(3, 2), rand(3, 3), rand(2, 2, 3), rand(1, 2)], id="bilinear"),
     OpCase("pad", lambda x: F.pad(x, [1, 2, 0, 1]), lambda x: _pad_ref(x, [(0, 0), (0, 0), (0, 1), (1, 2)]),

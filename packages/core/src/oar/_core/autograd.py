@@ -76,7 +76,7 @@ class Node:
     @property
     def in_shapes(self) -> tuple:
         """Input shapes as tuples (readable even after an in-place change, no check)."""
-        return tuple(tuple(t._data.shape) for t in self._inputs)
+        return tuple([tuple(t._data.shape) for t in self._inputs])
 
     @property
     def outputs(self) -> tuple:
@@ -416,7 +416,8 @@ def run_backward(
             grads = buffers.pop(id(node), None)
             if grads is None:
                 grads = [None] * len(node.out_meta)
-            for i in range(len(grads)):
+            # Output hooks, retained gradients and captures; most nodes have none of them.
+            for i in range(len(grads) if node.hooks or node.retained or capture_slots else 0):
                 if grads[i] is None:
                     continue
                 if node.hooks and i in node.hooks:
@@ -432,8 +433,8 @@ def run_backward(
             inputs = node._edges
             run_rule = (
                 (needed is None or id(node) in needed)
-                and any(node.needs_input_grad)
-                and any(g is not None for g in grads)
+                and True in node.needs_input_grad
+                and (grads[0] is not None or any(g is not None for g in grads))
             )
             if run_rule:
                 in_grads = node.op.grad(node, *_materialize(node, grads))
@@ -473,6 +474,8 @@ def run_backward(
                     captured[j] = g
             elif t._grad is None:
                 t._grad = g if create_graph else _owned(g)
+            elif not create_graph and _accumulate_in_place(t._grad, g):
+                pass
             else:
                 t._grad = t._grad + (g if create_graph else g.detach())
     finally:
@@ -482,7 +485,10 @@ def run_backward(
 
 def _materialize(node: Node, grads: list) -> list:
     """Zeros for the outputs that got no gradient, unless the op asks for ``None`` (PyLayer)."""
-    if all(g is not None for g in grads):
+    for g in grads:  # (a loop: ``None in grads`` would compare tensors with ==)
+        if g is None:
+            break
+    else:
         return grads
     if not getattr(node.op, "materialize_grads", True):
         return grads
@@ -501,6 +507,21 @@ def _owned(g):
     if type(data) is np.ndarray:
         data = np.array(data)  # a contiguous, writable copy
     return Tensor._wrap(data, g._backend, True, None, 0, None)
+
+
+def _accumulate_in_place(grad, g) -> bool:
+    """Add ``g`` into the leaf's ``.grad`` buffer, as Paddle accumulates (the ``.grad`` tensor
+    stays the same object; no op dispatch, no new array). False where that cannot be done: a
+    device or read-only buffer, or a shape or dtype that differs, and the caller adds out of place.
+    """
+    data, new = grad._data, g._data
+    if (type(data) is not np.ndarray or type(new) is not np.ndarray or not data.flags.writeable
+            or data.shape != new.shape or data.dtype != new.dtype):
+        return False
+    np.add(data, new, out=data)
+    if grad._vc is not None:  # an op that saved this .grad tensor must see the change
+        grad._vc[0] += 1
+    return True
 
 
 def _zeros(node: Node, i: int):
@@ -569,6 +590,8 @@ def _ones_like(t):
     from oar._core.dispatch import BACKENDS
     from oar._core.tensor import Tensor
 
+    if t._backend == "cpu":  # the seed of every backward: skip the registry lookup
+        return Tensor._wrap(np.ones(t._data.shape, t._data.dtype), "cpu", True, None, 0, None)
     b = BACKENDS.get(t._backend)
     return Tensor._wrap(b.full(tuple(t._data.shape), 1, t._data.dtype), t._backend, True, None, 0, None)
 

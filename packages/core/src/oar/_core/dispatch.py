@@ -64,6 +64,45 @@ class CPUBackend(Backend):
     name = "cpu"
 
 
+# glibc's malloc returns freed blocks of more than 128 KiB to the kernel, and the top of its heap
+# once more than twice that is free; a training step allocates and frees its activations (MiBs
+# each) every step, so every step page-faults them in again (a third of LeNet's step measured so,
+# 14.7 -> 11.4 ms). Keeping freed memory in the heap makes the next step reuse it, as Paddle's
+# CPU allocator and torch's caching allocators do. Up to KEEP_FREED_BYTES of free heap is kept.
+MMAP_THRESHOLD_BYTES = 32 << 20  # glibc's largest allowed; bigger blocks are still mapped
+KEEP_FREED_BYTES = 512 << 20
+_MALLOPT_SETTINGS = ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_TOP_PAD_", "GLIBC_TUNABLES")
+
+
+def keep_freed_memory(environ=None) -> bool:
+    """Tune glibc's malloc to keep freed memory for reuse (see above); True where it did.
+
+    Nothing changes where the user tuned malloc through the environment, set
+    ``OAR_KEEP_FREED_MEMORY=0``, or the C library is not glibc.
+    """
+    import os
+    import sys
+
+    environ = os.environ if environ is None else environ
+    if environ.get("OAR_KEEP_FREED_MEMORY", "1") == "0" or any(k in environ for k in _MALLOPT_SETTINGS):
+        return False
+    if not sys.platform.startswith("linux"):
+        return False
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None)
+        mallopt = libc.mallopt
+        libc.gnu_get_libc_version  # noqa: B018 - glibc only: musl has no M_* of these numbers
+    except (OSError, AttributeError):
+        return False
+    m_trim_threshold, m_mmap_threshold = -1, -3  # from glibc's malloc.h
+    return bool(mallopt(m_mmap_threshold, MMAP_THRESHOLD_BYTES)) and bool(mallopt(m_trim_threshold, KEEP_FREED_BYTES))
+
+
+keep_freed_memory()
+
+
 class Mode:
     """A way of binding op calls; modes stack (``with mode: ...``)."""
 
@@ -179,6 +218,10 @@ class EagerMode(Mode):
 def _record(op, attrs, inputs, outs, backend):
     from oar._core.autograd import Node
 
+    if len(outs) == 1:  # the common case, without the generator below
+        out, vc = outs[0], [0]
+        node = Node(op, attrs, inputs, outs, (vc,), backend)
+        return (_wrap(out, backend, out.dtype.kind not in "fc", node, 0, vc),)
     vcs = tuple([0] for _ in outs)
     node = Node(op, attrs, inputs, outs, vcs, backend)
     return tuple(

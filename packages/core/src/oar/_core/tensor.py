@@ -13,7 +13,7 @@ import itertools
 import numpy as np
 
 from oar._core import dtypes as _dt
-from oar.errors import ArgumentError, DeviceError, DTypeError, GradientError
+from oar.errors import ArgumentError, DeviceError, DTypeError, GradientError, ShapeError
 
 _name_counter = itertools.count()
 
@@ -350,6 +350,41 @@ class Tensor:
         if self._vc is None:
             self._vc = [0]
         self._vc[0] += 1
+
+    def set_value(self, value) -> Tensor:
+        """Copy ``value`` (a numpy array or Tensor of the same shape and dtype) into this tensor,
+        in place, as Paddle's ``Tensor.set_value``: the object, its gradient and the optimizer's
+        state for it stay. Its version changes, so a backward that saved it raises.
+
+        >>> import numpy as np, oar
+        >>> w = oar.zeros([2], dtype="float32")
+        >>> w.set_value(np.array([1.0, 2.0], np.float32)).tolist()
+        [1.0, 2.0]
+        """
+        if isinstance(value, Tensor):
+            array = value.numpy()
+        elif isinstance(value, np.ndarray):
+            array = value
+        else:
+            raise ArgumentError(f"set_value: expected a numpy array or a Tensor, got {type(value).__name__}")
+        if tuple(array.shape) != tuple(self._data.shape):
+            raise ShapeError(f"set_value: the value has shape {list(array.shape)} but the tensor has shape "
+                             f"{self.shape}; shapes must match")
+        if array.dtype != self._data.dtype:
+            got = _dt.NP_TO_DTYPE.get(array.dtype, array.dtype)
+            raise DTypeError(f"set_value: the value has dtype {getattr(got, 'name', got)} but the tensor is "
+                             f"{self.dtype.name}; cast the value first (e.g. value.astype('{self.dtype.name}'))")
+        data = self._data
+        if type(data) is np.ndarray and data.flags.writeable and data.base is None:
+            np.copyto(data, array)
+        elif self._backend == "cpu":  # a read-only or borrowed buffer: the tensor gets its own
+            self._data = np.array(array)
+        else:
+            from oar._core.dispatch import BACKENDS
+
+            self._data = BACKENDS.get(self._backend).from_numpy(np.array(array))
+        self._bump_version()
+        return self
 
     # -- devices ------------------------------------------------------------------------------
     def cpu(self) -> Tensor:

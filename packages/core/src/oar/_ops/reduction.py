@@ -91,8 +91,13 @@ def _require_nonempty(op: str, x: Tensor, axes) -> None:
 
 def expand_reduced(g: Tensor, in_shape, axis, keepdim: bool) -> Tensor:
     """Broadcast the gradient of a reduction back to the input's shape."""
-    from oar._ops.shape import broadcast_to
+    from oar._ops.shape import broadcast_to, broadcast_to_op
 
+    if not keepdim and (axis is None or tuple(axis) == tuple(range(len(axis)))):
+        # Leading dims broadcast without a reshape (a loss's sum or mean: one op less per step),
+        # and the shape is known to fit: the op itself, without broadcast_to's argument checks.
+        shape = [int(d) for d in in_shape]
+        return g if tuple(shape) == g._data.shape else dispatch(broadcast_to_op, (g,), {"shape": shape})
     return broadcast_to(keep_reduced(g, in_shape, axis, keepdim), list(in_shape))
 
 
@@ -132,7 +137,8 @@ def _dtype_name(dtype, op: str) -> str:
 
 # -- sum --------------------------------------------------------------------------------------
 def _sum_kernel(x, axis=None, keepdim=False):
-    return np.asarray(np.sum(x, axis=axis, keepdims=keepdim, dtype=x.dtype))
+    # np.add.reduce is what np.sum calls for an ndarray, without np.sum's Python-level wrapper
+    return np.asarray(np.add.reduce(x, axis=axis, dtype=x.dtype, keepdims=keepdim))
 
 
 sum_op = Op("sum", reference=_sum_kernel, meta=_reduce_meta("sum"), traits=REDUCTION, amp=AMP_FP32)

@@ -25,14 +25,23 @@ def adam_update(param, grad, lr, state, *, beta1, beta2, epsilon, amsgrad, coeff
         param -= (lr * coeff) * param
     correction = np.sqrt(1 - b2p[0])
     lr_t = lr * correction / (1 - b1p[0])
+    # The formulas above, evaluated in the same order, through one temporary buffer: numpy
+    # expressions would allocate (and page-fault) six parameter-sized arrays per step.
+    tmp = np.multiply(grad, 1 - beta1, dtype=m1.dtype)
     m1 *= beta1
-    m1 += (1 - beta1) * grad
+    m1 += tmp
+    np.multiply(grad, 1 - beta2, out=tmp)
+    tmp *= grad
     m2 *= beta2
-    m2 += (1 - beta2) * grad * grad
+    m2 += tmp
     if amsgrad:
         np.maximum(state["moment2_max"], m2, out=state["moment2_max"])
         m2 = state["moment2_max"]
-    param -= lr_t * (m1 / (np.sqrt(m2) + epsilon * correction))
+    np.sqrt(m2, out=tmp)
+    tmp += epsilon * correction
+    np.divide(m1, tmp, out=tmp)
+    tmp *= lr_t
+    param -= tmp
     b1p *= beta1
     b2p *= beta2
 

@@ -19,9 +19,11 @@ import numpy as np
 
 import oar
 from oar._core import dtypes as _dt
-from oar._core.op import Op, TensorMeta
+from oar._core.op import AMP_LOW_PRECISION, Op, TensorMeta
 from oar._ops._common import Tensor, as_tensor, dispatch, fmt_shape, normalize_axis
 from oar._ops.indexing import IndexOutOfRangeError, one_hot
+from oar._ops.linalg import PRODUCT_DTYPES, matmul_op, matmul_shape
+from oar._ops.reduction import sum_op
 from oar._ops.shape import pad_axes, reshape_to
 from oar.errors import ArgumentError, DTypeError, ShapeError
 from oar.nn.functional.activation import SELU_ALPHA, SELU_SCALE, check_float
@@ -32,6 +34,47 @@ FLOATS = (_dt.float32, _dt.float64)  # float16 and bfloat16 compute in float32
 # ------------------------------------------------------------------------------------------
 # linear, bilinear
 # ------------------------------------------------------------------------------------------
+def _linear_kernel(x, w, b):
+    out = np.matmul(x, w)
+    out += b  # into the GEMM's fresh result: no second output array, no extra pass over memory
+    return out
+
+
+def _linear_meta(x: TensorMeta, w: TensorMeta, b: TensorMeta) -> TensorMeta:
+    shape = matmul_shape("linear", x.shape, w.shape)
+    n = w.shape[-1]
+    if len(x.shape) < 2 or len(w.shape) != 2 or len(b.shape) != 1 or None not in (n, b.shape[0]) and b.shape[0] != n:
+        raise ShapeError(f"linear: expected x [..., in], weight [in, out] and bias [out], got x {fmt_shape(x.shape)}, "
+                         f"weight {fmt_shape(w.shape)} and bias {fmt_shape(b.shape)}")
+    return TensorMeta(shape, _dt.PROMOTION_TABLE[_dt.PROMOTION_TABLE[x.dtype, w.dtype], b.dtype])
+
+
+# One op for ``x @ w + b``: one dispatch and one tape node per layer call instead of two, and
+# the bias added in place into the product (what F.linear calls with a 1-d bias).
+linear_op = Op("linear", reference=_linear_kernel, meta=_linear_meta, amp=AMP_LOW_PRECISION, promote=True,
+               dtypes=PRODUCT_DTYPES)
+
+
+@linear_op.defgrad
+def _linear_grad(ctx, g):
+    # The ops themselves, not the public functions: the operands are tensors known to fit.
+    xs, ws, _ = ctx.in_shapes
+    gx = gw = gb = None
+    if ctx.needs_input_grad[0]:
+        gx = dispatch(matmul_op, (g, ctx.input(1)), {"transpose_x": False, "transpose_y": True})
+    if ctx.needs_input_grad[1]:
+        x = ctx.input(0)
+        if len(xs) > 2:  # contract over every leading dim: [M, in]^T @ [M, out]
+            rows = int(np.prod(xs[:-1], dtype=np.int64))
+            x, g2 = reshape_to(x, [rows, xs[-1]]), reshape_to(g, [rows, ws[1]])
+        else:
+            g2 = g
+        gw = dispatch(matmul_op, (x, g2), {"transpose_x": True, "transpose_y": False})
+    if ctx.needs_input_grad[2]:
+        gb = dispatch(sum_op, (g,), {"axis": tuple(range(len(xs) - 1)), "keepdim": False})
+    return gx, gw, gb
+
+
 def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None, name=None) -> Tensor:
     """``x @ weight + bias`` with Paddle's weight layout ``[in_features, out_features]``.
 
@@ -39,8 +82,13 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None, name=None) -> 
     >>> oar.nn.functional.linear(oar.ones([2, 3]), oar.ones([3, 4])).shape
     [2, 4]
     """
-    out = oar.matmul(x, weight)
-    return out if bias is None else out + bias
+    if bias is None:
+        return oar.matmul(x, weight)
+    x = x if isinstance(x, Tensor) else as_tensor(x, "x", "linear")
+    weight = weight if isinstance(weight, Tensor) else as_tensor(weight, "weight", "linear")
+    if isinstance(bias, Tensor) and bias._data.ndim == 1 and weight._data.ndim == 2 and x._data.ndim >= 2:
+        return dispatch(linear_op, (x, weight, bias), {})
+    return oar.matmul(x, weight) + bias  # other bias shapes broadcast as ``+`` does
 
 
 def bilinear(x1, x2, weight, bias=None, name=None) -> Tensor:
@@ -601,7 +649,7 @@ def label_smooth(label, prior_dist=None, epsilon: float = 0.1, name=None) -> Ten
     return label * (1.0 - epsilon) + as_tensor(prior_dist, "prior_dist", fn) * epsilon
 
 
-OPS = [embedding_op, embedding_grad_op, interpolate_op, interpolate_grad_op]
+OPS = [linear_op, embedding_op, embedding_grad_op, interpolate_op, interpolate_grad_op]
 __all__ = [
     "linear", "bilinear", "dropout", "dropout2d", "dropout3d", "alpha_dropout", "embedding", "one_hot", "pad",
     "zeropad2d", "interpolate", "upsample", "cosine_similarity", "label_smooth",
