@@ -93,6 +93,14 @@ def cases() -> list[Case]:
         Case("relu", "encoder ffn [8, 128, 1024]", (ffn,), {}),
         Case("relu_grad", "encoder ffn [8, 128, 1024]", (ffn, rand(8, 128, 1024)), {}),
         Case("gelu", "encoder ffn [8, 128, 1024]", (ffn,), {"approximate": False}),
+        # the fused ops of inference programs (oar's fusion passes)
+        Case("max_pool_infer", "LeNet [64, 6, 28, 28] 2x2", (lenet_act,), pool),
+        Case("fused_conv2d", "LeNet conv1 + bias + relu x[64, 1, 28, 28]", (rand(64, 1, 28, 28), rand(6, 1, 3, 3),
+             rand(6)), {"stride": [1, 1], "padding": [1, 1, 1, 1], "dilation": [1, 1], "groups": 1, "act": "relu",
+                        "act_attrs": {}}),
+        Case("fused_elementwise", "encoder ffn [8, 128, 1024] (x * s + b) relu * x", (ffn, rand(1024)),
+             {"chain": [["scale", [0], {"scale": 0.5, "bias": 0.0, "bias_after_scale": True}], ["add", [2, 1], {}],
+                        ["relu", [3], {}], ["multiply", [4, 0], {}]]}),
     ]
     return out
 
@@ -127,9 +135,9 @@ def time_pair(reference, kernel, case: Case, repeats: int, clock=time.perf_count
     return best[0], best[1]
 
 
-def speedup_table(repeats: int, threads: list[int], clock: str = "wall") -> str:
+def speedup_table(repeats: int, threads: list[int], clock: str = "wall", ops=None) -> str:
     rows = []
-    all_cases = cases()
+    all_cases = [c for c in cases() if not ops or c.op in ops]
     results = {}
     for n in threads:
         oar.set_num_threads(n)
@@ -199,6 +207,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--first-call", action="store_true", help="measure the JIT latency, cold and warm cache")
     parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--ops", nargs="+", help="time only these ops' cases (default: all)")
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--clock", choices=sorted(CLOCKS), default="wall",
                         help="wall: elapsed time; cpu: this process's CPU time, robust to other processes "
@@ -206,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     import numba
 
-    table = first_call_latency() if args.first_call else speedup_table(args.repeats, args.threads, args.clock)
+    table = first_call_latency() if args.first_call else speedup_table(args.repeats, args.threads, args.clock, args.ops)
     try:
         layer = f" ({numba.threading_layer()} threading layer)"  # known once a kernel ran here
     except ValueError:

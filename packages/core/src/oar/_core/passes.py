@@ -16,8 +16,16 @@ Core's passes, in the order they run:
   that read parameters only, which the executor runs once per parameter update.
 - ``remove_detach`` (level 2, inference): the ``assign`` that stands for ``x.detach()`` is
   dropped; at inference no gradient flows anyway.
+- ``remove_identity_ops`` (level 2, inference): reshapes to the same shape, casts to the same
+  dtype, ``scale`` by 1 plus 0 are dropped.
 - ``dead_code_elimination`` (level 1): nodes no output needs are removed (random ops stay: they
   advance the random generator, as eager does); it also runs after every pipeline.
+- ``fuse_elementwise`` (level 2, inference, order ``FUSION_ORDER + 10``): connected elementwise
+  ops become one ``fused_elementwise`` node (``oar._core.fusion``).
+
+A pass's ``order`` (default 0) sorts the pipeline before registration order does: fusion passes
+(``FUSION_ORDER`` and above; oar-nn's linear/conv fusion, then the elementwise one) see the
+program after every simplification, whichever package registered first.
 
 Every pass keeps the program's outputs within float tolerance; tests compare outputs before and
 after each on real programs.
@@ -31,11 +39,13 @@ from collections.abc import Callable
 
 import numpy as np
 
+from oar._core.fusion import fuse_elementwise
 from oar._core.op import TensorMeta
 from oar._core.program import OpNode, Program, ValueRef, _encode_attr, map_refs
 from oar.errors import SerializationError
 
 DEFAULT_LEVEL = 2
+FUSION_ORDER = 100  # fusion passes run after the simplifications (order 0)
 MAX_FOLDED_ELEMENTS = 1 << 20  # a folded constant larger than this stays an op (file size)
 
 
@@ -49,11 +59,12 @@ class Pass:
     """
 
     def __init__(self, name: str, fn: Callable[[Program], Program], *, level: int = 1,
-                 inference_only: bool = False, doc: str = ""):
+                 inference_only: bool = False, doc: str = "", order: int = 0):
         self.name = name
         self.fn = fn
         self.level = level
         self.inference_only = inference_only
+        self.order = order
         self.__doc__ = doc or fn.__doc__
 
     def __call__(self, program: Program) -> Program:
@@ -298,12 +309,56 @@ def remove_detach(program: Program) -> Program:
     return program.prune()
 
 
+_IDENTITY_SHAPE_OPS = ("reshape", "flatten", "squeeze", "unsqueeze")
+
+
+def _is_identity(program: Program, node: OpNode) -> bool:
+    if len(node.inputs) != 1 or len(node.outputs) != 1:
+        return False
+    x, y = program.values[node.inputs[0]], program.values[node.outputs[0]]
+    if x.dtype is not y.dtype:
+        return False
+    if node.op in _IDENTITY_SHAPE_OPS:
+        # equal shapes with at most one dynamic dim, in the same place: the sizes agree there too
+        return x.shape == y.shape and list(x.shape).count(None) <= 1
+    if node.op == "cast":
+        return True  # same dtype in and out
+    if node.op == "scale":
+        return y.dtype.is_floating and node.attrs.get("scale", 1.0) == 1 and node.attrs.get("bias", 0.0) == 0
+    return False
+
+
+def _is_input(program: Program, vid: int) -> bool:
+    return vid in program.feeds or program.is_param(vid) or program.is_constant(vid)
+
+
+def remove_identity_ops(program: Program) -> Program:
+    """Drop ops that return their input unchanged: a reshape, flatten or squeeze to the same shape,
+    a cast to the same dtype, a scale by 1 plus 0 (Dropout in eval mode and Identity leave no node
+    to remove: they return their input while tracing). A returned value stays computed when its
+    input is a feed, parameter or constant, so no output is the caller's own tensor."""
+    outputs = set(program.output_ids())
+    rename = {}
+    kept = []
+    for node in program.nodes:
+        source = node.inputs[0] if node.inputs else None
+        if _is_identity(program, node) and not (node.outputs[0] in outputs and _is_input(program, rename.get(source, source))):
+            rename[node.outputs[0]] = rename.get(source, source)
+        else:
+            kept.append(node)
+    program.nodes = kept
+    _rename(program, rename)
+    return program.prune()
+
+
 BUILTIN_PASSES = [
     Pass("constant_folding", constant_folding, level=1),
     Pass("common_subexpression_elimination", common_subexpression_elimination, level=1),
     Pass("fold_batch_norm", fold_batch_norm, level=2, inference_only=True),
     Pass("remove_detach", remove_detach, level=2, inference_only=True),
+    Pass("remove_identity_ops", remove_identity_ops, level=2, inference_only=True),
     Pass("dead_code_elimination", dead_code_elimination, level=1),
+    Pass("fuse_elementwise", fuse_elementwise, level=2, inference_only=True, order=FUSION_ORDER + 10),
 ]
 
 
@@ -322,6 +377,7 @@ def select_passes(level: int = DEFAULT_LEVEL, *, inference: bool = True, enable=
             continue
         if name in enable or getattr(p, "level", 1) <= level:
             chosen.append(p)
+    chosen.sort(key=lambda p: getattr(p, "order", 0))  # stable: registration order within an order
     return chosen
 
 
@@ -343,8 +399,11 @@ def optimize(program: Program, level: int = DEFAULT_LEVEL, *, inference: bool = 
             raise TypeError(f"pass {getattr(p, 'name', p)!r} returned a {type(result).__name__}, not a Program")
     if level >= 1 and "dead_code_elimination" not in set(disable):
         result = dead_code_elimination(result)
+    for node in result.nodes:  # control flow (cond / while): each block is a closed program, optimized alike
+        for name, block in [(k, a) for k, a in node.attrs.items() if isinstance(a, Program)]:
+            node.attrs[name] = optimize(block, level, inference=inference, enable=enable, disable=disable)
     result.validate()
     return result
 
 
-__all__ = ["Pass", "optimize", "select_passes", "BUILTIN_PASSES", "DEFAULT_LEVEL"]
+__all__ = ["Pass", "optimize", "select_passes", "BUILTIN_PASSES", "DEFAULT_LEVEL", "FUSION_ORDER"]

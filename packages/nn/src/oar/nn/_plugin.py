@@ -14,6 +14,14 @@ def oar_register_ops(ops):
 
 
 @hookimpl
+def oar_register_passes(passes):
+    from oar.nn._fusion import PASSES
+
+    for p in PASSES:
+        passes.register(p.name, p)
+
+
+@hookimpl
 def oar_register_layers(layers):
     from oar.nn import layer as layer_module
 

@@ -6,7 +6,7 @@ in ``__all__``.
 
 from __future__ import annotations
 
-from oar.nn.functional import activation, attention, common, conv, loss, norm, pooling, vision
+from oar.nn.functional import activation, attention, common, conv, fused, loss, norm, pooling, vision
 from oar.nn.functional.activation import *  # noqa: F403
 from oar.nn.functional.attention import *  # noqa: F403
 from oar.nn.functional.common import *  # noqa: F403
@@ -16,5 +16,5 @@ from oar.nn.functional.norm import *  # noqa: F403
 from oar.nn.functional.pooling import *  # noqa: F403
 from oar.nn.functional.vision import *  # noqa: F403
 
-FAMILIES = (activation, attention, common, conv, loss, norm, pooling, vision)
+FAMILIES = (activation, attention, common, conv, loss, norm, pooling, vision, fused)
 ALL_OPS = [op for family in FAMILIES for op in family.OPS]

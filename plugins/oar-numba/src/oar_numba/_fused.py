@@ -1,0 +1,236 @@
+"""Kernels of the fused ops that inference programs hold after oar's fusion passes.
+
+- ``max_pool_infer``: max pooling's values only; the window loop of ``max_pool`` without the
+  argmax bookkeeping (the mask is for gradients), and four loads per output for 2x2 windows of
+  stride 2 that stay inside the input.
+- ``fused_conv2d``: the registered ``conv`` kernel (this plugin's im2col + BLAS), then one
+  parallel pass that adds the bias and applies relu in the convolution's output buffer (numpy
+  makes two passes); other activations go to the reference epilogue.
+- ``fused_elementwise``: one compiled loop per distinct chain. The loop's source is generated
+  from the chain's op names through ``_TEMPLATES``, a fixed table of expression templates; an op
+  outside the table sends the chain to the reference kernel, and attribute values (a scale, a
+  bias) are passed to the compiled function as arguments, never written into its source.
+  So no string of a program ever reaches the generated code. Compiled loops are kept per
+  (op names and argument indices, rank) for the life of the process.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+from numba import prange
+
+from oar._core.fusion import cached_for, check_dtypes, evaluate_chain
+from oar.nn.functional import fused as _ref
+from oar.nn.functional import pooling as _pool
+from oar_numba._jit import ParallelKernel, parallel
+
+
+# -- max_pool_infer -------------------------------------------------------------------------------
+@parallel
+def _max_pool_values(x, kh, kw, sh, sw, top, left, out):
+    planes, height, width = x.shape
+    _, oh_size, ow_size = out.shape
+    for p in prange(planes):
+        for oh in range(oh_size):
+            h0 = oh * sh - top
+            h_lo, h_hi = max(h0, 0), min(h0 + kh, height)
+            for ow in range(ow_size):
+                w0 = ow * sw - left
+                w_lo, w_hi = max(w0, 0), min(w0 + kw, width)
+                best = -np.inf
+                for h in range(h_lo, h_hi):
+                    for w in range(w_lo, w_hi):
+                        v = x[p, h, w]
+                        best = v if (v > best) | (v != v) else best  # a NaN wins and stays
+                out[p, oh, ow] = best
+
+
+@parallel
+def _max_pool_2x2(x, out):
+    """2x2 windows, stride 2, no padding (LeNet's, VGG's): four loads, no bounds per window."""
+    planes = x.shape[0]
+    _, oh_size, ow_size = out.shape
+    for p in prange(planes):
+        for oh in range(oh_size):
+            r0, r1, dst = x[p, 2 * oh], x[p, 2 * oh + 1], out[p, oh]
+            for ow in range(ow_size):
+                a, b = r0[2 * ow], r0[2 * ow + 1]
+                c, d = r1[2 * ow], r1[2 * ow + 1]
+                ab = a if (a > b) | (a != a) else b  # a NaN wins, as in the general loop
+                cd = c if (c > d) | (c != c) else d
+                dst[ow] = ab if (ab > cd) | (ab != ab) else cd
+
+
+def max_pool_infer(x, kernel_size, stride, padding, ceil_mode):
+    nd = x.ndim - 2
+    if nd not in (1, 2) or x.size == 0:
+        return _ref._max_pool_infer_kernel(x, kernel_size, stride, padding, ceil_mode)
+    sizes = _pool.pool_sizes("max_pool", x.shape[2:], kernel_size, stride, padding, ceil_mode)
+    if nd == 1:
+        (kh, kw), (sh, sw), (top, left) = (1, kernel_size[0]), (1, stride[0]), (0, padding[0])
+    else:
+        (kh, kw), (sh, sw), (top, left) = tuple(kernel_size), tuple(stride), (padding[0], padding[2])
+    planes = np.ascontiguousarray(x).reshape(-1, 1 if nd == 1 else x.shape[2], x.shape[-1])
+    out = np.empty((*x.shape[:2], *sizes), x.dtype)
+    planes_out = out.reshape(-1, 1 if nd == 1 else sizes[0], sizes[-1])
+    complete = 2 * planes_out.shape[1] <= planes.shape[1] and 2 * planes_out.shape[2] <= planes.shape[2]
+    if (kh, kw, sh, sw) == (2, 2, 2, 2) and not any(padding) and complete:  # no window past the edge (ceil_mode)
+        _max_pool_2x2(planes, planes_out)
+    else:
+        _max_pool_values(planes, kh, kw, sh, sw, top, left, planes_out)
+    return out
+
+
+# -- fused_conv2d ---------------------------------------------------------------------------------
+@parallel
+def _bias_relu(y, bias, relu):
+    """y[n, c, :] = max(y[n, c, :] + bias[c], 0) (without the max unless ``relu``), in place."""
+    batch, channels, positions = y.shape
+    for nc in prange(batch * channels):
+        n, c = nc // channels, nc % channels
+        row = y[n, c]
+        b = bias[c]
+        for i in range(positions):
+            v = row[i] + b
+            row[i] = (0 if v < 0 else v) if relu else v  # NaN stays NaN, as with np.maximum
+
+
+def fused_conv2d(x, w, b=None, stride=(1, 1), padding=(0, 0, 0, 0), dilation=(1, 1), groups=1, act=None,
+                 act_attrs=None):
+    if b is None or act not in (None, "relu"):
+        return _ref._fused_conv2d_kernel(x, w, b, stride, padding, dilation, groups, act, act_attrs)
+    y = _ref._kernel(_ref.conv_op, x.dtype)(x, w, stride=stride, padding=padding, dilation=dilation, groups=groups)
+    if not (y.flags.c_contiguous and y.flags.writeable):
+        y = np.ascontiguousarray(y)
+    bias = np.ascontiguousarray(b, dtype=y.dtype).reshape(-1)
+    _bias_relu(y.reshape(y.shape[0], y.shape[1], -1), bias, act == "relu")
+    return y
+
+
+# -- fused_elementwise ----------------------------------------------------------------------------
+# op -> (expression template over the arguments {0}, {1}, ... and the attribute parameters
+# {p0}, {p1}, ...; the attribute names those parameters take, with their defaults)
+_TEMPLATES = {
+    "add": ("({0} + {1})", ()),
+    "subtract": ("({0} - {1})", ()),
+    "multiply": ("({0} * {1})", ()),
+    "divide": ("({0} / {1})", ()),
+    "neg": ("(-{0})", ()),
+    "abs": ("abs({0})", ()),
+    "relu": ("_relu({0}, zero)", ()),
+    "scale": ("_scale({0}, {p0}, {p1}, {p2})", (("scale", 1.0), ("bias", 0.0), ("bias_after_scale", True))),
+}
+# Ops without a template send their chain to the reference kernel: maximum, minimum and clip
+# (NaN rules), and the transcendental ones (exp, tanh, sigmoid, ...), which numpy evaluates with
+# SIMD and numba (without SVML) one element at a time: a chain with a tanh measured 15x slower.
+
+
+@numba.njit(inline="always")
+def _relu(v, zero):
+    return zero if v < zero else v  # zero has v's dtype: no float64 on the way; NaN stays NaN
+
+
+@numba.njit(inline="always")
+def _scale(v, s, b, after):
+    return v * s + b if after else (v + b) * s
+
+
+def _step_attr_values(chain) -> list:
+    values = []
+    for name, _, attrs in chain:
+        for attr, default in _TEMPLATES[name][1]:
+            values.append(attrs.get(attr, default))
+    return values
+
+
+def _source(chain, n_inputs: int, rank: int) -> str:
+    """The loop's source: per element, load each input once, one local per step, store the last.
+
+    Every name in it is generated here (``a0``, ``v0``, ``q0``, ``i0``, ...) or comes from a
+    template of ``_TEMPLATES``; attribute values arrive as the arguments ``q0, q1, ...``."""
+    params = 0
+    steps = []
+    for k, (name, args, _) in enumerate(chain):
+        template, attr_names = _TEMPLATES[name]
+        names = {f"p{j}": f"q{params + j}" for j in range(len(attr_names))}
+        params += len(attr_names)
+        steps.append(f"v{n_inputs + k} = " + template.format(*[f"v{a}" for a in args], **names))
+    idx = ", ".join(f"i{d}" for d in range(rank))
+    args = ", ".join([f"a{k}" for k in range(n_inputs)] + [f"q{j}" for j in range(params)])
+    lines = [f"def loop(out, zero, {args}):"]
+    indent = "    "
+    for d in range(rank):
+        lines.append(f"{indent}for i{d} in {'prange' if d == 0 else 'range'}(out.shape[{d}]):")
+        indent += "    "
+    lines += [f"{indent}v{k} = a{k}[{idx}]" for k in range(n_inputs)]
+    lines += [indent + step for step in steps]
+    lines.append(f"{indent}out[{idx}] = v{n_inputs + len(chain) - 1}")
+    return "\n".join(lines)
+
+
+_compiled: dict[tuple, object] = {}
+
+
+def _loop(chain, n_inputs: int, rank: int):
+    # attribute values are arguments of the loop, so chains differing only in them share it
+    key = (tuple((name, tuple(args)) for name, args, _ in chain), n_inputs, rank)
+    loop = _compiled.get(key)
+    if loop is None:
+        namespace = {"math": math, "prange": prange, "_relu": _relu, "_scale": _scale}
+        exec(compile(_source(chain, n_inputs, rank), "<oar_numba fused_elementwise>", "exec"), namespace)  # noqa: S102
+        loop = _compiled[key] = parallel_loop(namespace["loop"])
+    return loop
+
+
+def parallel_loop(fn) -> ParallelKernel:
+    """``fn`` compiled as ``_jit.parallel`` compiles, but not cached on disk (generated source
+    has no file to key numba's cache on) and without fast-math: a chain has no reduction to
+    reassociate, and without contraction (FMA) or reciprocals each step rounds as numpy's ufunc
+    does, so a fused program's outputs equal eager's bit for bit."""
+    kernel = ParallelKernel.__new__(ParallelKernel)
+    kernel.jitted = numba.njit(parallel=True, nogil=True)(fn)
+    return kernel
+
+
+REFERENCE_BELOW = 1 << 15  # elements of the result; a 3-step broadcast chain broke even at 16-64 thousand
+
+
+def supports(chain) -> bool:
+    """Whether every step of ``chain`` has a template (else the reference kernel runs it)."""
+    return all(step[0] in _TEMPLATES for step in chain)
+
+
+def _chain_state(chain, n_inputs: int) -> dict:
+    """What one chain object needs on every call, made once (``cached_for``): whether it compiles,
+    its attribute values in argument order, and its loops by rank (compiled on first use)."""
+    ok = supports(chain)
+    return {"supported": ok, "params": _step_attr_values(chain) if ok else [], "loops": {}}
+
+
+def fused_elementwise(*arrays, chain):
+    state = cached_for(chain, len(arrays), _chain_state)  # checks the chain once
+    if not state["supported"] or not arrays:
+        return evaluate_chain(arrays, chain)
+    check_dtypes(arrays)
+    first = arrays[0]
+    shape = first.shape if all(a.shape == first.shape for a in arrays) else \
+        np.broadcast_shapes(*(a.shape for a in arrays))
+    if math.prod(shape) < REFERENCE_BELOW:  # numpy's few ufunc calls beat numba's call overhead
+        return evaluate_chain(arrays, chain)
+    dtype = first.dtype
+    out = np.empty(shape, dtype)
+    if all(a.shape == shape and a.flags.c_contiguous for a in arrays):
+        views, rank = [a.reshape(-1) for a in arrays], 1  # one flat loop
+        target = out.reshape(-1)
+    else:
+        views, rank = [np.broadcast_to(a, shape) for a in arrays], len(shape)
+        target = out
+    loop = state["loops"].get(rank)
+    if loop is None:
+        loop = state["loops"][rank] = _loop(chain, len(arrays), rank)
+    params = [v if isinstance(v, bool) else dtype.type(v) for v in state["params"]]
+    loop(target, dtype.type(0), *views, *params)
+    return out
