@@ -15,10 +15,12 @@ def oar_register_backends(backends):
 
 @hookimpl
 def oar_register_ops(ops):
+    from oar._core.fusion import fused_elementwise_op
     from oar._ops import ALL_OPS
 
     for op in ALL_OPS:
         ops.add(op)
+    ops.add(fused_elementwise_op)  # made by the fusion pass, from core's elementwise ops
 
 
 @hookimpl
@@ -34,3 +36,10 @@ def oar_register_thread_controls(thread_controls):
     from oar._core.threads import limit_blas_threads
 
     thread_controls.register("blas", limit_blas_threads)
+
+
+@hookimpl
+def oar_register_config_groups(config_groups):
+    # oar-run's `export=jit`: a plain node (core does not import Hydra), instantiated as
+    # functools.partial(oar.jit.save) and called as export(layer, path_prefix, input_spec=[...]).
+    config_groups.register("export/jit", {"_target_": "oar.jit.save", "_partial_": True})

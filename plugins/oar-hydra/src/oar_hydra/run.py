@@ -1,0 +1,267 @@
+"""One ``oar-run`` job: build everything from the composed config, train with ``oar.Model``,
+evaluate, save, export, and write the run directory.
+
+The run directory (Hydra's output directory) holds::
+
+    config.yaml                         the resolved config of this run (.hydra/ has Hydra's own records)
+    oar-run.log                         the log, progress lines included
+    <model>.pdparams, <model>.pdopt     the trained model (Model.save: safetensors, never pickle)
+    checkpoints/                        the last checkpoint, what trainer.resume=<run dir> continues from
+    inference/<model>.json, .pdiparams  the exported model (export=jit: oar.jit.save)
+    metrics.json                        the final metrics, the per-epoch history and the settings
+    tensorboard/events.out.tfevents.*   TensorBoard logs (tensorboard --logdir <run dir>)
+    curves.png                          loss and accuracy per epoch, train and test
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+from hydra.core.hydra_config import HydraConfig
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.utils import instantiate
+from omegaconf import DictConfig, OmegaConf
+
+import oar
+from oar.io import DataLoader, DistributedBatchSampler
+from oar_hydra.callbacks import CHECKPOINTS, LATEST, ContinuedRun, History, RunCheckpoint, write_atomic
+from oar_hydra.data import DataSplits
+from oar_hydra.schema import ConfigValueError, validate
+
+log = logging.getLogger("oar_hydra")
+
+
+class _LogLines:
+    """stdout for the terminal and for the run's log file: the log gets each finished line as it
+    was last drawn (a progress bar's final state, not its redraws)."""
+
+    def __init__(self, terminal, handlers: list[logging.Handler]):
+        self.terminal, self.handlers, self.pending = terminal, handlers, ""
+
+    def write(self, text: str) -> int:
+        self.terminal.write(text)
+        self.pending += text
+        *lines, self.pending = self.pending.split("\n")
+        for line in lines:
+            self._emit(line)
+        return len(text)
+
+    def _emit(self, line: str) -> None:
+        line = line.split("\r")[-1].rstrip()
+        if line:
+            record = logging.LogRecord("oar_hydra.progress", logging.INFO, __file__, 0, line, None, None)
+            for handler in self.handlers:
+                handler.handle(record)
+
+    def flush(self) -> None:
+        self.terminal.flush()
+
+    def isatty(self) -> bool:  # the progress bar asks the terminal, not the log
+        return self.terminal.isatty()
+
+
+@contextlib.contextmanager
+def _printed_lines_logged():
+    handlers = [h for h in logging.getLogger().handlers if isinstance(h, logging.FileHandler)]
+    previous = sys.stdout
+    sys.stdout = tee = _LogLines(previous, handlers)
+    try:
+        yield
+    finally:
+        sys.stdout = previous
+        if tee.pending.strip():
+            tee._emit(tee.pending)
+
+
+def _resume_config(cfg: DictConfig) -> tuple[DictConfig, Path, dict]:
+    """The config of a resumed run: the original run's ``config.yaml`` with this command's value
+    overrides on top (``trainer.epochs=30`` extends it). Choosing another option of a group would
+    change what the checkpoint holds, so it is an error."""
+    source = Path(cfg.trainer.resume).expanduser().resolve()
+    if not (source / CHECKPOINTS / LATEST).is_file():
+        raise ConfigValueError(f"trainer.resume={cfg.trainer.resume!r}: {source} has no {CHECKPOINTS}/{LATEST}; "
+                               f"give the directory of an oar-run run that saved a checkpoint")
+    if not (source / "config.yaml").is_file():
+        raise ConfigValueError(f"trainer.resume={cfg.trainer.resume!r}: {source} has no config.yaml")
+    resumed = OmegaConf.load(source / "config.yaml")
+    overrides = HydraConfig.get().overrides.task if HydraConfig.initialized() else []
+    for override in OverridesParser.create().parse_overrides(list(overrides)):
+        key = override.key_or_group
+        if key == "trainer.resume":
+            continue
+        if "." not in key and not key.startswith("hydra"):
+            raise ConfigValueError(f"trainer.resume: {override.input_line!r} chooses another {key!r}, but a resumed "
+                                   f"run continues with the original's; override values only (e.g. trainer.epochs=30)")
+        if not key.startswith("hydra"):
+            OmegaConf.update(resumed, key, override.value(), merge=True, force_add=override.is_add())
+    resumed.trainer.resume = str(source)
+    hydra_record = source / ".hydra" / "hydra.yaml"
+    choices = dict(OmegaConf.load(hydra_record).hydra.runtime.choices) if hydra_record.is_file() else {}
+    return resumed, source, choices
+
+
+def _chosen(node) -> bool:
+    """Whether a contributed group (amp, strategy, slim, export, serve) has an option that does something."""
+    return node is not None and bool(node.get("_target_"))
+
+
+def _build_data(cfg: DictConfig) -> DataSplits:
+    data = instantiate(cfg.data)
+    if isinstance(data, DataSplits):
+        return data
+    if isinstance(data, (tuple, list)) and len(data) == 2:
+        train, test = data
+        return DataSplits(train, test, tuple(np.shape(test[0][0])))
+    raise ConfigValueError(f"data: {cfg.data._target_} returned a {type(data).__name__}; a data function must return "
+                           f"oar_hydra.data.DataSplits or a pair (train, eval) of datasets")
+
+
+def _build_optimizer(cfg: DictConfig, parameters, epochs: int, steps_per_epoch: int):
+    options = OmegaConf.to_container(cfg.optimizer, resolve=True)
+    learning_rate = options.pop("lr")
+    schedule = cfg.lr_scheduler
+    if schedule is not None and schedule.get("_target_"):
+        learning_rate = instantiate(schedule, learning_rate=learning_rate, epochs=epochs,
+                                    steps_per_epoch=steps_per_epoch)
+    return instantiate(options, learning_rate=learning_rate, parameters=parameters)
+
+
+def _export(cfg: DictConfig, network, run_dir: Path, name: str, data: DataSplits) -> dict:
+    """Export with the chosen ``export`` option and, for oar.jit, check that the exported model
+    gives the trained model's outputs (an export that silently changes results is a bug)."""
+    if not _chosen(cfg.export):
+        return {}
+    from oar.static import InputSpec
+
+    exporter = instantiate(cfg.export)
+    prefix = run_dir / "inference" / name
+    prefix.parent.mkdir(parents=True, exist_ok=True)
+    was_training = network.training
+    network.eval()  # an inference model is captured in eval mode
+    try:
+        exporter(network, str(prefix), input_spec=[InputSpec([None, *data.input_shape], "float32", "image")])
+    finally:
+        if was_training:
+            network.train()
+    result = {"export": str(prefix.relative_to(run_dir))}
+    if Path(f"{prefix}.json").is_file():
+        count = min(len(data.eval), 64)
+        batch = oar.to_tensor(np.stack([np.asarray(data.eval[i][0]) for i in range(count)]))
+        with oar.no_grad():
+            network.eval()
+            expected = network(batch).numpy()
+            served = oar.jit.load(str(prefix))(batch).numpy()
+            if was_training:
+                network.train()
+        if not np.allclose(served, expected, rtol=1e-4, atol=1e-5):
+            raise RuntimeError(f"the exported model {prefix} does not reproduce the trained model's outputs "
+                               f"(max difference {np.abs(served - expected).max():.3g})")
+        result["export_checked"] = True
+    return result
+
+
+def _restore(model, checkpoint_dir: Path, sampler, history: History, saver: RunCheckpoint) -> int:
+    latest = json.loads((checkpoint_dir / LATEST).read_text(encoding="utf-8"))
+    target = checkpoint_dir / latest["dir"]
+    model.load(target / "model")
+    state = oar.load(str(target / "trainer.pdstate"))
+    oar.set_rng_state([state["rng"]])
+    sampler.set_epoch(int(state["sampler_epoch"]))
+    history.records = list(state["history"])
+    saver.train_steps = int(state["train_steps"])
+    return int(state["epochs_done"])
+
+
+def run(cfg: DictConfig, run_dir: Path) -> dict:
+    """Train, evaluate, save and export as ``cfg`` says, in ``run_dir``; returns the final metrics."""
+    resume_from = None
+    choices = dict(HydraConfig.get().runtime.choices) if HydraConfig.initialized() else {}
+    if cfg.trainer.resume:
+        cfg, resume_from, choices = _resume_config(cfg)  # the original run's choices, not this command's
+    validate(cfg)
+    trainer = cfg.trainer
+    try:
+        oar.set_device(trainer.device)
+    except oar.errors.DeviceError as exc:
+        raise ConfigValueError(f"trainer.device={trainer.device!r}: {exc}") from None
+    write_atomic(run_dir / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
+    start = time.perf_counter()
+
+    oar.seed(trainer.seed)
+    data = _build_data(cfg)
+    network = instantiate(cfg.model)
+    name = type(network).__name__.lower()  # the files' names: lenet.pdparams, inference/lenet.json
+    log.info("oar %s: %s on %s (%d training, %d evaluation samples), %d epochs; output in %s", oar.__version__,
+             type(network).__name__, cfg.data._target_, len(data.train), len(data.eval), trainer.epochs, run_dir)
+    if _chosen(cfg.strategy):  # e.g. data parallelism: the strategy wraps the network
+        network = instantiate(cfg.strategy)(network)
+
+    sampler = DistributedBatchSampler(data.train, batch_size=trainer.batch_size, shuffle=True)
+    train_loader = DataLoader(data.train, batch_sampler=sampler, num_workers=trainer.num_workers, return_list=True)
+    eval_loader = DataLoader(data.eval, batch_size=trainer.eval_batch_size, num_workers=trainer.num_workers,
+                             return_list=True)
+    model = oar.Model(network)
+    optimizer = _build_optimizer(cfg, model.parameters(), trainer.epochs, len(train_loader))
+    amp_configs = instantiate(cfg.amp) if _chosen(cfg.amp) else None
+    model.prepare(optimizer, oar.nn.CrossEntropyLoss(), oar.metric.Accuracy(), amp_configs=amp_configs)
+
+    history = History()
+    saver = RunCheckpoint(run_dir, trainer.save_freq, trainer.epochs, sampler, history)
+    done = 0
+    if resume_from is not None:
+        done = _restore(model, resume_from / CHECKPOINTS, sampler, history, saver)
+        log.info("resumed from %s after epoch %d of %d", resume_from, done, trainer.epochs)
+    shown = [oar.callbacks.ProgBarLogger(trainer.log_freq, verbose=trainer.verbose)] if trainer.verbose else []
+    shown += [oar.callbacks.VisualDL(run_dir / "tensorboard"), oar.callbacks.TrainingCurves(run_dir / "curves.png"),
+              history, saver]
+    callbacks = ContinuedRun(shown, start=done, total=trainer.epochs, replay=history.records,
+                             train_steps=saver.train_steps)
+
+    with _printed_lines_logged():
+        if done < trainer.epochs:
+            # verbose=0: the progress logger is ours (inside ContinuedRun), so fit adds none.
+            model.fit(train_loader, eval_loader, epochs=trainer.epochs - done, eval_freq=trainer.eval_freq,
+                      verbose=0, callbacks=[callbacks], num_iters=trainer.max_steps)
+        else:
+            log.info("the checkpoint already holds all %d epochs; evaluating it", trainer.epochs)
+        result = model.evaluate(eval_loader, verbose=0)
+    model.save(run_dir / name)
+
+    final = history.records[-1] if history.records else {}
+    metrics = {
+        "test_accuracy": float(result["acc"]), "test_loss": float(result["loss"][0]),
+        "train_accuracy": final.get("train_acc"), "train_loss": final.get("train_loss"),
+        "epochs": len(history.records),
+    }
+    if _chosen(cfg.slim):  # compression after training: the compressed network is what gets exported
+        network = instantiate(cfg.slim)(model=model, train_data=data.train, eval_data=data.eval)
+        compressed = oar.Model(network)
+        compressed.prepare(loss=oar.nn.CrossEntropyLoss(), metrics=oar.metric.Accuracy())
+        slim_result = compressed.evaluate(eval_loader, verbose=0)
+        metrics.update(slim_test_accuracy=float(slim_result["acc"]), slim_test_loss=float(slim_result["loss"][0]))
+    exported = _export(cfg, network, run_dir, name, data)
+    seconds = time.perf_counter() - start
+    record = {
+        **metrics, "seconds": round(seconds, 1), **exported,
+        "model": cfg.model._target_, "data": cfg.data._target_, "optimizer": cfg.optimizer._target_,
+        "choices": {k: v for k, v in choices.items() if not k.startswith("hydra")},
+        "overrides": list(HydraConfig.get().overrides.task) if HydraConfig.initialized() else [],
+        "resumed_from": str(resume_from) if resume_from else None,
+        "history": history.records,
+    }
+    write_atomic(run_dir / "metrics.json", json.dumps(record, indent=2) + "\n")
+    log.info("test accuracy %.2f%% (loss %.4f) after %d epochs in %.1f s", 100 * metrics["test_accuracy"],
+             metrics["test_loss"], metrics["epochs"], seconds)
+    log.info("everything is in %s:\n%s", run_dir, "\n".join(
+        f"  {p.relative_to(run_dir).as_posix()}" for p in sorted(run_dir.rglob("*"))
+        if p.is_file() and ".hydra" not in p.parts))
+
+    if _chosen(cfg.serve) and exported:  # serving runs last: it may block until stopped
+        instantiate(cfg.serve)(str(run_dir / exported["export"]))
+    return metrics
