@@ -136,7 +136,9 @@ class Executor:
                     and ins and ins[0] in dead and ins[0] in produced and ins.count(ins[0]) == 1):
                 a, o = values[node.inputs[0]], values[node.outputs[0]]
                 inplace = a.dtype is o.dtype and a.dtype.is_floating and a.shape == o.shape
-            steps.append((kernel, ins, outs[0] if len(outs) == 1 else outs, node.attrs, dead, inplace, i))
+            # A variadic op (split) returns a tuple even for one output: keep the tuple form for it.
+            single = len(outs) == 1 and self.ops[i].num_outputs == 1
+            steps.append((kernel, ins, outs[0] if single else outs, node.attrs, dead, inplace, i))
             produced.update(outs)
         return steps
 
@@ -282,6 +284,8 @@ class Executor:
         for s, a in self.const_slots:
             env[s] = Tensor._wrap(a, self.backend, True, None, 0, None)
         dispatch = _dispatch.dispatch
+        if any(n.op in ("cond", "while") for n in program.nodes):
+            from oar._ops.control_flow import replay_dispatch as dispatch  # blocks' ops one by one
         frees = {i: self.frees[pos] for pos, i in enumerate(self.main)}
         for i, (node, op) in enumerate(zip(program.nodes, self.ops)):
             args = tuple(env[self.slot[v]] for v in node.inputs)

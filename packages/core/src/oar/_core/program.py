@@ -37,7 +37,10 @@ from oar._core.op import TensorMeta
 from oar.errors import RegistryError, SerializationError
 
 SCHEMA = "oar.program"
-SCHEMA_VERSION = 1  # the schema version this oar writes, and the newest it reads
+SCHEMA_VERSION = 2  # the newest schema version this oar reads
+# Version 2 added control flow (sub-programs in node attributes); a program without control flow
+# is still written as version 1, so that older oar versions keep reading it.
+PLAIN_SCHEMA_VERSION = 1
 
 # Ops of oar's own packages, to say what to install when a program needs one that is absent.
 # (A program written by ``jit.save`` records the plugin of each of its ops; this map serves
@@ -250,7 +253,18 @@ class Program:
         return self.constant_data[self.values[vid].name]
 
     def op_names(self) -> list[str]:
-        return sorted({n.op for n in self.nodes})
+        """The ops of every node, sub-programs (control-flow blocks) included."""
+        return sorted({n.op for n in self.walk()})
+
+    def walk(self) -> Iterator[OpNode]:
+        """Every node, depth first: the nodes of a control-flow node's blocks follow it."""
+        for node in self.nodes:
+            yield node
+            for block in sub_programs(node):
+                yield from block.walk()
+
+    def has_control_flow(self) -> bool:
+        return any(True for n in self.nodes for _ in sub_programs(n))
 
     def clone(self) -> Program:
         """A copy whose node list, values and tables can be rewritten without touching this one
@@ -297,6 +311,18 @@ class Program:
                 if vid in defined:
                     raise ValueError(f"program node {i} ({node.op}) redefines %{vid}")
                 defined.add(vid)
+            blocks = list(sub_programs(node))
+            for name, block in zip(_block_names(node), blocks):
+                # A block is closed: it reads its own inputs (feeds), constants and values only.
+                try:
+                    block.validate()
+                except ValueError as exc:
+                    raise ValueError(f"program node {i} ({node.op}) {name}: {exc}") from None
+                if block.params:
+                    raise ValueError(f"program node {i} ({node.op}) {name} has parameters of its own; "
+                                     f"parameters are inputs of the control-flow node")
+            if blocks:
+                _check_control_flow(self, i, node)
         for vid in self.output_ids():
             if vid not in defined:
                 raise ValueError(f"program output %{vid} is never defined")
@@ -315,11 +341,11 @@ class Program:
                 data = self.constant_data[name]
                 shown = f" = {_fmt_attr(data.tolist())}" if data.size <= 4 and data.dtype.kind in "biuf" else ""
                 lines.append(f"    {v[i]!r}{shown}")
-        for node in self.nodes:
-            outs = ", ".join(repr(v[i]) for i in node.outputs)
-            args = ", ".join(v[i].ref for i in node.inputs)
-            attrs = " {" + ", ".join(f"{k}: {_fmt_attr(a)}" for k, a in node.attrs.items()) + "}" if node.attrs else ""
-            lines.append(f"  {outs} = {node.op}({args}){attrs}{'  # no_grad' if node.no_grad else ''}")
+        backward_start = self.meta.get("backward_start")  # set by oar._core.backward.append_backward
+        for index, node in enumerate(self.nodes):
+            if index == backward_start:
+                lines.append("  // backward")
+            lines.extend(_node_lines(node, v, "  "))
         for kind, target, vid in self.updates:
             shown = f"%{target}" if kind == "param" else f"input {target}"
             lines.append(f"  update {shown} <- {v[vid].ref}")
@@ -331,7 +357,7 @@ class Program:
 
     # -- JSON ---------------------------------------------------------------------------------
     def to_json(self, *, inline_constants: bool = True) -> dict:
-        """The program as JSON-able data (schema ``oar.program``, version 1).
+        """The program as JSON-able data (schema ``oar.program``: version 2 with control flow, else 1).
 
         Constants are stored inline (base64) unless ``inline_constants=False``, in which case
         the caller stores ``constant_data`` elsewhere (``jit.save`` puts them in the
@@ -345,7 +371,7 @@ class Program:
             constants.append(entry)
         return {
             "schema": SCHEMA,
-            "version": SCHEMA_VERSION,
+            "version": SCHEMA_VERSION if self.has_control_flow() else PLAIN_SCHEMA_VERSION,
             "values": [[v.id, list(v.shape), v.dtype.name, v.name] for v in self.values.values()],
             "feeds": list(self.feeds),
             "params": [{"name": n, "value": vid, "kind": self.param_kinds.get(n, "parameter")}
@@ -456,6 +482,57 @@ def check_ops_registered(names, op_sources: dict | None = None, where: str = "pr
     )
 
 
+def sub_programs(node: OpNode) -> Iterator[Program]:
+    """The blocks (sub-programs) of a control-flow node, in attribute order; none for other ops."""
+    for a in node.attrs.values():
+        if isinstance(a, Program):
+            yield a
+
+
+def _check_control_flow(program: Program, i: int, node: OpNode) -> None:
+    """The node's inputs and outputs fit its blocks (the op's meta function says so)."""
+    from oar._core.dispatch import OPS
+    from oar.errors import OarError
+
+    op = OPS._entries.get(node.op)
+    if op is None:
+        return
+    try:
+        metas = op.meta(*[program.values[v].meta for v in node.inputs], **node.attrs)
+    except (OarError, KeyError, TypeError) as exc:
+        raise ValueError(f"program node {i} ({node.op}) does not fit its blocks: {exc}") from None
+    metas = (metas,) if isinstance(metas, TensorMeta) else tuple(metas)
+    if len(metas) != len(node.outputs):
+        raise ValueError(f"program node {i} ({node.op}) has {len(node.outputs)} outputs, its blocks "
+                         f"return {len(metas)}")
+
+
+def _block_names(node: OpNode) -> list[str]:
+    return [k for k, a in node.attrs.items() if isinstance(a, Program)]
+
+
+def _node_lines(node: OpNode, values: dict, indent: str) -> list[str]:
+    """One op per line; a control-flow node's blocks follow it, indented, as ``name(args) {...}``."""
+    outs = ", ".join(repr(values[i]) for i in node.outputs)
+    args = ", ".join(values[i].ref for i in node.inputs)
+    plain = {k: a for k, a in node.attrs.items() if not isinstance(a, Program)}
+    attrs = " {" + ", ".join(f"{k}: {_fmt_attr(a)}" for k, a in plain.items()) + "}" if plain else ""
+    lines = [f"{indent}{outs} = {node.op}({args}){attrs}{'  # no_grad' if node.no_grad else ''}"]
+    for name, block in ((k, a) for k, a in node.attrs.items() if isinstance(a, Program)):
+        bv = block.values
+        feeds = ", ".join(repr(bv[i]) for i in block.feeds)
+        lines.append(f"{indent}  {name}({feeds}) {{")
+        for cname, i in block.constants.items():
+            data = block.constant_data[cname]
+            shown = f" = {_fmt_attr(data.tolist())}" if data.size <= 4 and data.dtype.kind in "biuf" else ""
+            lines.append(f"{indent}    {bv[i]!r}{shown}")
+        for inner in block.nodes:
+            lines.extend(_node_lines(inner, bv, indent + "    "))
+        lines.append(f"{indent}    return {_fmt_structure(block.outputs, bv)}")
+        lines.append(f"{indent}  }}")
+    return lines
+
+
 def _fmt_structure(s, values) -> str:
     if isinstance(s, ValueRef):
         return values[s.id].ref
@@ -469,6 +546,8 @@ def _fmt_structure(s, values) -> str:
 
 
 def _copy_attrs(v):
+    if isinstance(v, Program):  # a control-flow block: rewritten copies must not share it
+        return v.clone()
     if isinstance(v, dict):
         return {k: _copy_attrs(x) for k, x in v.items()}
     if isinstance(v, list):
@@ -499,6 +578,8 @@ def _encode_attr(v, where: str):
         return {"$tuple": [_encode_attr(x, where) for x in v]}
     if isinstance(v, _dt.DType):
         return {"$dtype": v.name}
+    if isinstance(v, Program):  # a control-flow block, constants inline
+        return {"$program": v.to_json()}
     if isinstance(v, dict):
         if all(isinstance(k, str) and not k.startswith("$") for k in v):
             return {k: _encode_attr(x, where) for k, x in v.items()}
@@ -522,6 +603,8 @@ def _decode_attr(v):
                 return _dt.get_dtype(name).np.type(_decode_attr(value))
             if key == "$dtype":
                 return _dt.get_dtype(x)
+            if key == "$program":
+                return Program.from_json(x, check_ops=False, where="a control-flow block")
             if key == "$dict":
                 return {_decode_attr(k): _decode_attr(i) for k, i in x}
         return {k: _decode_attr(x) for k, x in v.items()}
@@ -575,8 +658,9 @@ def decode_structure(d):
 
 
 def _encode_array(a: np.ndarray) -> dict:
+    shape = list(np.shape(a))  # before ascontiguousarray, which makes a 0-d array 1-d
     a = np.ascontiguousarray(a)
-    return {"dtype": _dt.NP_TO_DTYPE[a.dtype].name, "shape": list(a.shape),
+    return {"dtype": _dt.NP_TO_DTYPE[a.dtype].name, "shape": shape,
             "base64": base64.b64encode(a.tobytes()).decode("ascii")}
 
 

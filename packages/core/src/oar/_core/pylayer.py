@@ -182,6 +182,16 @@ def _tensor_inputs(args: tuple, kwargs: dict) -> tuple[list, list]:
     return flat, slots
 
 
+def _break_capture(layer: type) -> None:
+    """Under to_static, a PyLayer recording its backward is a graph break: a program holds its
+    forward's ops but not the Python backward, so training it would silently use other gradients."""
+    from oar._core.tracing import TracingMode
+
+    for mode in _dispatch._mode_stack:
+        if isinstance(mode, TracingMode) and mode.recording:
+            mode.break_graph(f"PyLayer {layer.__name__} has a Python backward, which a program cannot hold")
+
+
 class PyLayer:
     """Subclass with static ``forward(ctx, *args)`` and ``backward(ctx, *grads)``; call ``apply``.
 
@@ -223,6 +233,8 @@ class PyLayer:
         ctx._layer_name = cls.__name__
         inputs, slots = _tensor_inputs(args, kwargs)
         record = _dispatch.grad_enabled and any(not t.stop_gradient for t in inputs)
+        if record:
+            _break_capture(cls)
 
         previous = _set_grad_enabled(False)
         try:

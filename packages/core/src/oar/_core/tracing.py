@@ -104,6 +104,9 @@ class TracingMode(Mode):
         self.table: dict[int, list] = {}  # id(tensor) -> [tensor, value id, version]
         self.arrays: dict[int, tuple[Any, int]] = {}  # id(array) -> (array, value id): buffer aliases
         self.dynamic: set[int] = set()  # value ids that depend on inputs, parameters or random draws
+        # Values that live inside a control-flow block (oar.static.nn.cond / while_loop): a tensor
+        # bound to one cannot be read outside its block.
+        self.hidden: set[int] = set()
         self.state = state or {}
         self.state_by_array = {id(t._data): t for (_, _, t) in self.state.values()}
         self.param_tensors: dict[str, Tensor] = {}  # captured parameters by name
@@ -163,6 +166,9 @@ class TracingMode(Mode):
         entry = self.table.get(id(t))
         if entry is not None and entry[0] is t:
             if entry[2] == _version(t):
+                if entry[1] in self.hidden:
+                    self.break_graph("a tensor computed inside a cond branch or a while_loop body is used outside "
+                                     "it; return it from the branch or body instead")
                 return entry[1]
             # Changed in place outside apply_inplace (oar.assign(x, output=t)): follow its buffer.
             hit = self.arrays.get(id(t._data))

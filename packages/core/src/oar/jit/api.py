@@ -33,6 +33,7 @@ from oar._core.program import Program, encode_structure
 from oar._core.tensor import Tensor
 from oar._core.tracing import GraphBreak, GraphBreakError, TracingMode, user_location
 from oar.errors import ArgumentError, SerializationError
+from oar.jit._run_program import TrainingPrograms
 from oar.static.input import BuildStrategy, InputSpec
 
 _ENABLED = [True]
@@ -194,6 +195,7 @@ class Capture:
         self.params = list(program.param_tensors.values())
         self._infer: Executor | None = None
         self._train: Executor | None = None
+        self._training: TrainingPrograms | None = None
 
     def _optimized(self, inference: bool) -> Program:
         s = self.strategy
@@ -212,6 +214,14 @@ class Capture:
             self._train = Executor(self._optimized(False), self.backend, hoist_parameters=False)
         return self._train
 
+    @property
+    def training_programs(self) -> TrainingPrograms:
+        if self._training is None:
+            s = self.strategy
+            self._training = TrainingPrograms(self._optimized(False), s.optimization_level, s.enable_passes,
+                                              s.disable_passes)
+        return self._training
+
     def needs_autograd(self, feeds) -> bool:
         if len(_dispatch._mode_stack) > 1:  # autocast or another mode must see every op
             return True
@@ -224,7 +234,11 @@ class Capture:
             executor = self._infer if self._infer is not None else self.inference_executor
             return executor.run(feeds)
         if self.needs_autograd(feeds):
-            return self.training_executor.replay(feeds)
+            if len(_dispatch._mode_stack) == 1:  # the backward derived into the program (oar._core.backward)
+                plan = self.training_programs.plan_for(feeds)
+                if plan is not None:
+                    return plan.run(feeds)
+            return self.training_executor.replay(feeds)  # not derivable, or autocast must see every op
         return self.inference_executor.run(feeds)
 
 
@@ -312,6 +326,15 @@ class StaticFunction:
             return self.dygraph_function(self._instance, *args, **kwargs)
         return self.dygraph_function(*args, **kwargs)
 
+    def _call_converted(self, args, kwargs):
+        """Call the function with its tensor-dependent control flow converted (``oar.jit.dy2static``)."""
+        from oar.jit.dy2static import convert_function
+
+        function = convert_function(self.dygraph_function)
+        if self._instance is not None:
+            return function(self._instance, *args, **kwargs)
+        return function(*args, **kwargs)
+
     # -- calling ------------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
         if not _ENABLED[0] or self._fallback is not None or _tracing_active():
@@ -387,7 +410,7 @@ class StaticFunction:
             for t, shape, name in zip(tensors, shapes, names):
                 tracer.feed(t, shape, name)
             with tracer:
-                result = self._call_python(args, kwargs)
+                result = self._call_converted(args, kwargs)
             tracer.finish(result)
         finally:
             tracer.restore()
@@ -590,10 +613,20 @@ def to_static(function=None, input_spec=None, build_strategy=None, backend=None,
 
 
 def not_to_static(function=None):
-    """Mark ``function`` to run as Python inside a to_static function (oar traces through calls
-    anyway, so this changes nothing; it is here for Paddle code)."""
+    """Mark ``function`` to run as plain Python inside a to_static function: its control flow
+    is not converted (``oar.jit.dy2static``), as ``paddle.jit.not_to_static``.
+
+    >>> import oar
+    >>> @oar.jit.not_to_static
+    ... def helper(x):
+    ...     return x * 2.0
+    """
     if function is None:
-        return lambda fn: fn
+        return not_to_static
+    try:
+        function._oar_not_to_static = True
+    except (AttributeError, TypeError):  # a builtin or a C function: never converted anyway
+        pass
     return function
 
 

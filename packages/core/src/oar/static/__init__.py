@@ -12,7 +12,8 @@ the ``Program`` IR -- as in ``paddle.static``. Capture with ``oar.jit.to_static`
 from oar._core.program import OpNode as OpNode
 from oar._core.program import Program as Program
 from oar._core.program import Value as Value
+from oar.static import nn as nn
 from oar.static.input import BuildStrategy as BuildStrategy
 from oar.static.input import InputSpec as InputSpec
 
-__all__ = ["InputSpec", "BuildStrategy", "Program", "OpNode", "Value"]
+__all__ = ["InputSpec", "BuildStrategy", "Program", "OpNode", "Value", "nn"]
