@@ -80,16 +80,10 @@ def check_gradient(case):
     static_in = _tensors(case, "float64", indices)
     rng = np.random.default_rng(0)
     loss_of(static(*static_in)).backward()
-    # The gradients came from the backward derived into the program -- except, by design, for
-    # programs holding control-flow ops, which train by replaying the forward.
-    from oar._core.backward import CONTROL_FLOW_OPS
-
+    # The gradients came from the backward derived into the program (cond and while included).
     function = static if isinstance(static, oar.jit.StaticFunction) else static.forward
     training = function._last.training_programs
-    if {n.op for n in function._last.program.nodes} & CONTROL_FLOW_OPS:
-        assert training.last_plan is None and "control flow" in training.not_derivable, case.id
-    else:
-        assert training.last_plan is not None, f"{case.id}: the backward was not derived: {training.not_derivable}"
+    assert training.last_plan is not None, f"{case.id}: the backward was not derived: {training.not_derivable}"
     for i in indices:
         e, g = eager_in[i].grad, static_in[i].grad
         assert (e is None) == (g is None), f"{case.id}: gradient of input {i} is {g} (eager {e})"

@@ -316,27 +316,33 @@ def test_a_pylayer_with_a_python_backward_falls_back_to_eager():
         np.testing.assert_array_equal(xs.grad.numpy(), [2.0, 2.0, 2.0])
 
 
-def test_a_program_with_control_flow_trains_by_replay():
-    from oar.static.nn import cond
+def test_a_loop_whose_variable_grows_trains_by_replay():
+    """A loop variable that changes shape across iterations cannot be stacked for the derived
+    backward of a while (test_while_backward.py): the program trains by replaying the iterations
+    that ran through eager autograd, with eager's gradients."""
+    from oar.static.nn import while_loop
 
-    w = _leaf(np.array([0.5, -1.0, 2.0]))
+    w = _leaf(np.array([0.5, -1.0]))
 
-    def f(x):
-        y = x * w
-        return cond(y.sum() > 0, lambda: (y * y).sum(), lambda: oar.exp(y).sum())
+    def f(x, n):
+        i = oar.zeros([], "int64")
+        _, y = while_loop(lambda i, y: i < n, lambda i, y: [i + 1, oar.concat([y, oar.tanh(y[-2:] * w)])], [i, x])
+        return (y * y).sum()
 
     static = to_static(f, full_graph=True)
-    for a in (np.array([1.0, 2.0, 3.0]), np.array([1.0, 2.0, -3.0])):  # both branches, one program
-        static(_leaf(a, False))
+    a = np.array([1.0, 2.0, -3.0])
+    for n in (1, 3):  # different iteration counts, one program
+        steps = oar.to_tensor(n)
+        static(_leaf(a, False), steps)
         w.clear_grad()
-        static(_leaf(a, False)).backward()
+        static(_leaf(a, False), steps).backward()
         training = _training(static)
-        assert training.last_plan is None and "control flow" in training.not_derivable
+        assert training.last_plan is None and "changes shape across iterations" in training.not_derivable
         got = w.grad.numpy().copy()
         w.clear_grad()
-        f(_leaf(a, False)).backward()
+        f(_leaf(a, False), steps).backward()
         np.testing.assert_allclose(got, w.grad.numpy(), rtol=1e-13)
-    assert "cond" in {n.op for n in static.concrete_program.nodes}
+    assert "while" in {n.op for n in static.concrete_program.nodes}
 
 
 def test_a_derivation_that_fails_unexpectedly_warns_and_replays(monkeypatch):

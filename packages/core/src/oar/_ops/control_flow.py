@@ -8,7 +8,9 @@ variables first), it reads nothing else, and its outputs are a list of values.
   has outputs.
 - ``while(*loop_vars, *captured, cond_block=, body_block=, num_loop_vars=n)``: while
   ``cond_block`` returns True on (loop vars, captured), ``body_block`` maps them to the next loop
-  vars; the outputs are the last loop vars.
+  vars; the outputs are the last loop vars. With ``history=True`` (set only in a training
+  program whose backward is derived, ``oar._core.backward``) the outputs also hold the iteration
+  count and each loop var at the start of every iteration, stacked along a new first dim.
 
 ``oar.static.nn.cond`` / ``while_loop`` emit these nodes while tracing; the reference kernels
 run the blocks with an ``Executor`` each (kernels looked up once per block). Training replays the
@@ -42,10 +44,9 @@ def _block_executor(block: Program):
 def run_block_arrays(block: Program, arrays, where: str) -> list:
     """Run ``block`` on arrays (its feeds, in order) for inference; its outputs as arrays."""
     try:
-        outs = _block_executor(block).run(list(arrays))
+        return _block_executor(block).run_arrays(arrays)  # no tensors per iteration
     except OarError as exc:  # say which block the failing op is in
         raise type(exc)(f"{where}: {exc}") from exc
-    return [o._data for o in outs]
 
 
 def _truth(pred) -> bool:
@@ -116,14 +117,32 @@ def _cond_grad(ctx, *grads):
 # ------------------------------------------------------------------------------------------
 # while
 # ------------------------------------------------------------------------------------------
-def _while_reference(*inputs, cond_block: Program, body_block: Program, num_loop_vars: int):
+def _while_reference(*inputs, cond_block: Program, body_block: Program, num_loop_vars: int, history: bool = False):
     carried, captured = list(inputs[:num_loop_vars]), list(inputs[num_loop_vars:])
+    seen = []
     while _truth(run_block_arrays(cond_block, carried + captured, "in while's cond_block")[0]):
+        if history:  # copies: a block runner may hand back buffers it reuses on the next run
+            seen.append([np.array(a, copy=True) for a in carried])
         carried = run_block_arrays(body_block, carried + captured, "in while's body_block")
-    return _result(carried)
+    if not history:
+        return _result(carried)
+    return _result(carried + _history_arrays(seen, inputs[:num_loop_vars]))
 
 
-def _while_meta(*inputs, cond_block: Program, body_block: Program, num_loop_vars: int):
+def _history_arrays(seen: list, initial) -> list:
+    """``history=True`` (the derived backward reads it): the iteration count, then each loop
+    variable at the start of every iteration, stacked along a new first dim."""
+    stacks = []
+    for i, first in enumerate(initial):
+        rows = [np.asarray(vars_[i]) for vars_ in seen]
+        if any(r.shape != np.shape(first) for r in rows):
+            raise ShapeError(f"while(history=True): loop variable {i} changes shape across iterations "
+                             f"({[list(r.shape) for r in rows]}); its iterations cannot be stacked")
+        stacks.append(np.stack(rows) if rows else np.zeros((0, *np.shape(first)), np.asarray(first).dtype))
+    return [np.asarray(len(seen), np.int64), *stacks]
+
+
+def _while_meta(*inputs, cond_block: Program, body_block: Program, num_loop_vars: int, history: bool = False):
     _check_block_inputs(cond_block, "cond_block", inputs, "while")
     _check_block_inputs(body_block, "body_block", inputs, "while")
     (c,) = _out_metas(cond_block)
@@ -133,6 +152,10 @@ def _while_meta(*inputs, cond_block: Program, body_block: Program, num_loop_vars
     if len(body) != num_loop_vars:
         raise ArgumentError(f"while: body_block returns {len(body)} values for {num_loop_vars} loop variables")
     metas = [body_block.values[v].meta for v in body_block.feeds[:num_loop_vars]]
+    if history:
+        from oar._core import dtypes as _dtypes
+
+        metas += [TensorMeta((), _dtypes.int64)] + [TensorMeta((None, *m.shape), m.dtype) for m in metas]
     return metas[0] if len(metas) == 1 else tuple(metas)
 
 
@@ -202,9 +225,17 @@ def replay_dispatch(op, args, attrs):
     if op.name == "while":
         n = attrs["num_loop_vars"]
         carried, captured = list(args[:n]), list(args[n:])
+        seen = []
         while _truth(_numpy(run_block_tensors(attrs["cond_block"], carried + captured)[0])):
+            seen.append(carried)
             carried = run_block_tensors(attrs["body_block"], carried + captured)
-        return _result(carried)
+        if not attrs.get("history"):
+            return _result(carried)
+        from oar._core.tensor import Tensor
+
+        stacks = [Tensor._wrap(a, "cpu", True, None, 0, None)._to_backend(args[0]._backend)
+                  for a in _history_arrays([[_numpy(t) for t in vs] for vs in seen], [_numpy(t) for t in args[:n]])]
+        return _result(carried + stacks)  # (only the backward reads them: no gradient through them)
     return dispatch(op, args, attrs)
 
 

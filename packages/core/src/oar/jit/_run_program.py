@@ -7,7 +7,8 @@ gradient ops ``oar._core.backward.append_backward`` derived from the ops' rules 
 incoming output gradients, and hands the gradients of the inputs and parameters back to the
 autograd engine, which accumulates them into ``.grad`` (hooks, ``oar.grad``, ``retain_graph``
 behave as in eager). A random op's draw (dropout's mask) is a forward value: the backward reads
-the very mask the forward used.
+the very mask the forward used. A gradient that flows out of one ``cond`` branch only comes with
+a flag output: where it is false the node hands None (eager leaves ``.grad`` None there).
 
 Derived programs are cached per (which inputs and parameters need a gradient, and -- when a
 gradient rule bakes a size in -- the inputs' shapes). A program that cannot be derived
@@ -71,11 +72,12 @@ class TrainingPlan:
         # The backward section: @GRAD feeds and the forward values it reads in, the gradients out.
         bwd = train.clone()
         bwd.nodes = bwd.nodes[start:]
-        read = {v for node in bwd.nodes for v in node.inputs} | {v for _, v in derived.grads}
+        read = {v for node in bwd.nodes for v in node.inputs} | {v for _, v in derived.grads + derived.flags}
         saved = sorted(v for v in read if v in forward_ids)
         bwd.feeds = grad_feed_ids + saved
         bwd.params, bwd.param_tensors, bwd.param_kinds = {}, {}, {}
-        bwd.outputs = [ValueRef(v) for _, v in derived.grads]
+        # The gradients, then the flags of those that exist only on some runs (out of a cond branch).
+        bwd.outputs = [ValueRef(v) for _, v in derived.grads + derived.flags]
         bwd.updates = []
         bwd.meta = {k: v for k, v in bwd.meta.items() if k != "backward_start"}
         bwd.prune()
@@ -99,6 +101,8 @@ class TrainingPlan:
         self.node_outputs = [self.output_ids.index(v) for v, _ in derived.grad_feeds]  # positions in output_ids
         feeds = train.feeds[:len(train.feeds) - len(grad_feed_ids)]
         self.targets = [key for key, _ in derived.grads]
+        position = {key: k for k, key in enumerate(self.targets)}
+        self.flagged = [position[key] for key, _ in derived.flags]  # the gradients each flag belongs to
         self.saved_set = set(self.saved)
         # The inputs and parameters the backward reads: a change in place before it is an error, as in eager.
         feed_index = {vid: i for i, vid in enumerate(feeds)}
@@ -184,7 +188,12 @@ class RunProgramOp:
         if _dispatch.grad_enabled:  # create_graph=True: the gradients must be differentiable
             return self._differentiable_grad(node, grads)
         results = plan.backward.run([g._data for g in grads] + self.saved)
-        return tuple(results)
+        n = len(plan.targets)
+        grads_out = list(results[:n])
+        for k, flag in zip(plan.flagged, results[n:]):
+            if not bool(np.asarray(_dispatch.BACKENDS.get(flag._backend).to_numpy(flag._data))):
+                grads_out[k] = None  # the branch that ran never reached it: eager leaves .grad None
+        return tuple(grads_out)
 
     def _differentiable_grad(self, node: Node, grads) -> tuple:
         """Replay the forward under eager autograd (the same random draws, no state written) and
