@@ -45,6 +45,39 @@ def test_fused_conv2d_matches_with_nan(act):
     assert np.isnan(got).sum() == np.isnan(expected).sum() > 0
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("shape", [
+    ((3, 1, 28, 28), (6, 1, 3, 3), [1, 1, 1, 1]),  # LeNet's first conv: the direct kernel, channels in pairs
+    ((2, 2, 9, 8), (3, 2, 3, 2), [2, 0, 1, 3]),  # direct, uneven padding, an odd channel count
+    ((3, 6, 14, 14), (16, 6, 5, 5), [0, 0, 0, 0]),  # LeNet's second: wide patches and BLAS
+    ((1, 8, 7, 9), (4, 8, 2, 3), [0, 0, 0, 0]),  # wide, odd output sizes (a pool drops an edge)
+    ((2, 8, 7, 9), (4, 8, 2, 3), [1, 0, 0, 1]),  # many taps and padding: conv kernel + epilogue
+])
+@pytest.mark.parametrize("act, max_pool", [("relu", None), (None, None), ("relu", 2), (None, 2), ("relu", 3)])
+def test_fused_conv2d_paths_match_the_reference(dtype, shape, act, max_pool):
+    rng = np.random.default_rng(3)
+    x_shape, w_shape, padding = shape
+    x, w, b = (rng.standard_normal(s).astype(dtype) for s in (x_shape, w_shape, w_shape[:1]))
+    x[0, 0, 2, 3] = np.nan
+    attrs = {"stride": [1, 1], "padding": padding, "dilation": [1, 1], "groups": 1, "act": act, "act_attrs": {},
+             "max_pool": max_pool}
+    got = KERNELS["fused_conv2d"](x, w, b, **attrs)
+    expected = reference("fused_conv2d")(x, w, b, **attrs)
+    assert got.shape == expected.shape and got.dtype == expected.dtype
+    np.testing.assert_allclose(got, expected, rtol=1e-4 if dtype == "float32" else 1e-10, atol=1e-5)
+    assert (np.isnan(got) == np.isnan(expected)).all() and np.isnan(got).any()
+
+
+def test_wide_conv_runs_in_chunks(monkeypatch):
+    monkeypatch.setattr(_fused, "WIDE_CHUNK_BYTES", 1)  # one sample per chunk
+    rng = np.random.default_rng(4)
+    x, w, b = rng.standard_normal((5, 6, 10, 10)), rng.standard_normal((4, 6, 5, 5)), rng.standard_normal(4)
+    attrs = {"stride": [1, 1], "padding": [0, 0, 0, 0], "dilation": [1, 1], "groups": 1, "act": "relu",
+             "act_attrs": {}, "max_pool": 2}
+    np.testing.assert_allclose(KERNELS["fused_conv2d"](x, w, b, **attrs), reference("fused_conv2d")(x, w, b, **attrs),
+                               rtol=1e-10, atol=1e-12)
+
+
 @pytest.fixture
 def compiled_chains(monkeypatch):
     """Small arrays go to the compiled loops too (by default they take the reference)."""
@@ -107,4 +140,7 @@ def test_to_static_lenet_runs_the_numba_fused_kernels():
     executor = static.forward._last.inference_executor
     kernels = {executor.program.nodes[step[-1]].op: step[0] for step in executor._steps}
     assert kernels["fused_conv2d"] is KERNELS["fused_conv2d"]
-    assert kernels["max_pool_infer"] is KERNELS["max_pool_infer"]
+    assert "max_pool_infer" not in kernels  # both pools went into the convolutions
+    assert [n.attrs.get("max_pool") for n in executor.program.nodes if n.op == "fused_conv2d"] == [2, 2]
+    with oar.no_grad():  # batch 1, the other shape the benchmark runs
+        np.testing.assert_allclose(static(x[:1]).numpy(), expected[:1], rtol=1e-5, atol=1e-6)

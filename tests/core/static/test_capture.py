@@ -482,3 +482,50 @@ def test_a_decorated_method_does_not_keep_its_instance_alive():
     del m
     gc.collect()
     assert ref() is None and len(Model.forward._bound) == 0
+
+
+# -- the hot path: the last hit's guards ---------------------------------------------------------
+def test_the_last_hit_is_reused_only_for_calls_its_guards_match():
+    calls = []
+
+    @to_static
+    def f(x, y):
+        calls.append(1)  # runs only when capturing
+        return x * 2.0 + y
+
+    a, b = oar.ones([3]), oar.full([3], 0.5)
+    with oar.no_grad():
+        f(a, b)
+        f(a, b)  # the cache hit that arms the hot path
+        assert f._fast is not None
+        captures = len(calls)
+        for x, y in [(a, b), (oar.ones([4]), oar.ones([4])), (a, b), (a.astype("float64"), b.astype("float64")),
+                     (a, a), (a, b)]:
+            got = f(x, y).numpy()  # another shape, another dtype, one tensor twice: other entries
+            np.testing.assert_allclose(got, x.numpy() * 2.0 + y.numpy())
+            assert got.dtype == x.numpy().dtype
+        assert len(calls) == captures + 3 and len(f.program_cache) == 4
+    f.clear_cache()
+    assert f._fast is None
+
+
+def test_the_hot_path_sees_a_change_of_layer_mode_and_enable_to_static():
+    nn = pytest.importorskip("oar.nn")
+
+    layer = nn.Sequential(nn.Linear(3, 3), nn.Dropout(0.5))
+    static = to_static(layer)
+    x = oar.ones([2, 3])
+    layer.eval()
+    with oar.no_grad():
+        expected = static(x).numpy()
+        static(x)
+        layer[1].train()  # a sublayer's mode alone: dropout zeroes some of the outputs now
+        trained = [static(x).numpy() for _ in range(8)]
+        assert any((t == 0).any() for t in trained)
+        layer[1].eval()
+        np.testing.assert_allclose(static(x).numpy(), expected)
+        oar.jit.enable_to_static(False)
+        try:
+            np.testing.assert_allclose(static(x).numpy(), expected)
+        finally:
+            oar.jit.enable_to_static(True)

@@ -195,3 +195,20 @@ def test_a_returned_parameter_only_value_is_a_copy():
         single(oar.ones([2]))
         single(oar.ones([2])).add_(100.0)
         assert single(oar.ones([2])).tolist() == [3.0, 6.0]
+
+
+def test_run_arrays_gives_the_outputs_arrays_and_copies_what_runs_share():
+    @to_static
+    def f(x):
+        return [oar.exp(x) + 1.0, x, oar.to_tensor([5.0, 6.0])]  # computed, a feed, a constant
+
+    x = oar.to_tensor([0.5, -1.0])
+    with oar.no_grad():
+        expected = [t.numpy() for t in f(x)]
+    executor = Executor(f.concrete_program)
+    got = executor.run_arrays([x.numpy()])
+    assert [type(a) for a in got] == [np.ndarray] * 3
+    for a, e in zip(got, expected):
+        np.testing.assert_allclose(a, e, rtol=1e-6)
+    got[2][0] = 99.0  # the caller's copy: the program's constant stays
+    np.testing.assert_allclose(executor.run_arrays([x.numpy()])[2], [5.0, 6.0])

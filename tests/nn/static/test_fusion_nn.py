@@ -12,7 +12,7 @@ import oar.nn.functional as F
 from oar._core.executor import Executor
 from oar._core.passes import dead_code_elimination, optimize, select_passes
 from oar.jit import to_static
-from oar.nn._fusion import fuse_conv2d, fuse_linear, max_pool_drop_mask
+from oar.nn._fusion import fuse_conv2d, fuse_conv2d_max_pool, fuse_linear, max_pool_drop_mask
 from oar.static import InputSpec
 from oar.vision.models import LeNet
 
@@ -131,8 +131,46 @@ def test_conv_batch_norm_relu_folds_then_fuses():
     program = capture(model, x)
     after = optimize(program)
     assert "batch_norm_infer" not in ops(after)
-    assert "fused_conv2d" in ops(after) and "max_pool_infer" in ops(after)
+    (conv,) = [n for n in after.nodes if n.op == "fused_conv2d"]  # folded, fused, the 2x2 pool taken in
+    assert "max_pool_infer" not in ops(after) and conv.attrs["max_pool"] == 2 and conv.attrs["act"] == "relu"
     assert_same(program, after, x)
+
+
+def test_max_pool_after_fused_conv_folds_in_on_lenet():
+    oar.seed(0)
+    program = capture(LeNet(), rand(3, 1, 28, 28))
+    after = dead_code_elimination(fuse_conv2d_max_pool(max_pool_drop_mask(fuse_conv2d(program.clone()))))
+    assert ops(after)[:3] == ["fused_conv2d", "fused_conv2d", "flatten"]
+    assert [n.attrs["max_pool"] for n in after.nodes[:2]] == [2, 2]
+    for x in (rand(3, 1, 28, 28), rand(1, 1, 28, 28, seed=4)):
+        assert_same(program, after, x)
+
+
+@pytest.mark.parametrize("pool", [dict(kernel_size=3, stride=2), dict(kernel_size=2, stride=2, padding=1),
+                                  dict(kernel_size=2, stride=2, ceil_mode=True)])
+def test_max_pool_that_is_not_a_plain_window_stays(pool):
+    layer = nn.Sequential(nn.Conv2D(2, 3, 3), nn.ReLU(), nn.MaxPool2D(**pool))
+    x = rand(2, 2, 9, 9)
+    program = capture(layer, x)
+    after = fuse_conv2d_max_pool(max_pool_drop_mask(fuse_conv2d(program.clone())))
+    assert "max_pool_infer" in ops(after)
+    assert_same(program, after, x)
+
+
+def test_a_fused_conv_read_elsewhere_keeps_its_pool_apart():
+    def f(x, w, b):
+        y = F.relu(F.conv2d(x, w, b))
+        return F.max_pool2d(y, 2), y
+
+    args = (rand(2, 2, 8, 8), rand(3, 2, 3, 3, seed=1), rand(3, seed=2))
+    static = to_static(f)
+    with oar.no_grad():
+        static(*args)
+    program = static.concrete_program
+    after = fuse_conv2d_max_pool(max_pool_drop_mask(fuse_conv2d(program.clone())))
+    assert "max_pool_infer" in ops(after)
+    assert all("max_pool" not in n.attrs for n in after.nodes if n.op == "fused_conv2d")
+    assert_same(program, after, *args)
 
 
 def test_max_pool_keeps_its_mask_when_it_is_returned():
@@ -149,7 +187,7 @@ def test_max_pool_keeps_its_mask_when_it_is_returned():
 
 def test_the_passes_run_at_level_2_for_inference_before_elementwise_fusion():
     names = [p.name for p in select_passes(2, inference=True)]
-    for name in ("fuse_conv2d", "fuse_linear", "max_pool_drop_mask"):
+    for name in ("fuse_conv2d", "fuse_linear", "max_pool_drop_mask", "fuse_conv2d_max_pool"):
         assert names.index(name) < names.index("fuse_elementwise")
         assert name not in [p.name for p in select_passes(2, inference=False)]
         assert name not in [p.name for p in select_passes(1, inference=True)]

@@ -3,9 +3,21 @@
 - ``max_pool_infer``: max pooling's values only; the window loop of ``max_pool`` without the
   argmax bookkeeping (the mask is for gradients), and four loads per output for 2x2 windows of
   stride 2 that stay inside the input.
-- ``fused_conv2d``: the registered ``conv`` kernel (this plugin's im2col + BLAS), then one
-  parallel pass that adds the bias and applies relu in the convolution's output buffer (numpy
-  makes two passes); other activations go to the reference epilogue.
+- ``fused_conv2d`` with a bias and relu or no activation, stride 1, no dilation or groups (LeNet's
+  and most small CNNs' convolutions), in one of two ways by the size of a patch:
+
+  - few taps (``C * KH * KW`` up to ``DIRECT_MAX_TAPS``, a first layer): a direct convolution, one
+    vectorised multiply-add over a whole padded plane per tap, into a per-sample accumulator;
+  - more: "wide" patches, where row ``(c, i, j)`` of a sample's patch matrix is the one contiguous
+    run of ``x[c]`` starting at ``(i, j)``, as long as the output's rows laid at the input's
+    width (the few columns past the output's width are computed and dropped). Filling it is one
+    slice copy per tap instead of one per tap and output row (LeNet's second conv: 150 copies of
+    136 floats per sample instead of 1500 of 10; im2col was 60% of its time), then BLAS.
+
+  Both end in one epilogue that adds the bias, applies relu and, when the op carries
+  ``max_pool``, keeps the maximum of each window (the pooled output is all that is written).
+  Other convolutions run the registered ``conv`` kernel and a bias + relu pass in its buffer;
+  other activations go to the reference epilogue.
 - ``fused_elementwise``: one compiled loop per distinct chain. The loop's source is generated
   from the chain's op names through ``_TEMPLATES``, a fixed table of expression templates; an op
   outside the table sends the chain to the reference kernel, and attribute values (a scale, a
@@ -25,7 +37,7 @@ from numba import prange
 from oar._core.fusion import cached_for, check_dtypes, evaluate_chain
 from oar.nn.functional import fused as _ref
 from oar.nn.functional import pooling as _pool
-from oar_numba._jit import ParallelKernel, parallel
+from oar_numba._jit import SERIAL_BELOW, ParallelKernel, parallel, scratch, serial
 
 
 # -- max_pool_infer -------------------------------------------------------------------------------
@@ -85,6 +97,10 @@ def max_pool_infer(x, kernel_size, stride, padding, ceil_mode):
 
 
 # -- fused_conv2d ---------------------------------------------------------------------------------
+DIRECT_MAX_TAPS = 32  # C * KH * KW; above it the wide patches and BLAS win (LeNet: 9 direct, 150 BLAS)
+WIDE_CHUNK_BYTES = 512 << 10  # wide patches per chunk: they stay in L2 between the copy and the GEMM
+
+
 @parallel
 def _bias_relu(y, bias, relu):
     """y[n, c, :] = max(y[n, c, :] + bias[c], 0) (without the max unless ``relu``), in place."""
@@ -98,16 +114,179 @@ def _bias_relu(y, bias, relu):
             row[i] = (0 if v < 0 else v) if relu else v  # NaN stays NaN, as with np.maximum
 
 
+@numba.njit(inline="always")
+def _nan_max(a, b):
+    return a if (a > b) | (a != a) else b  # a NaN wins, as in max_pool
+
+
+@numba.njit(inline="always")
+def _finish(acc, width, b, relu, pool, dst):
+    """dst[oh, ow] = act(acc[oh * width + ow] + b), or the max of each pool x pool window of that.
+
+    Row slices and unit-stride (or stride-2) loops, which LLVM vectorises: a generic window loop
+    here took longer than the convolution before it."""
+    zero = acc.dtype.type(0)
+    out_h, out_w = dst.shape
+    if pool <= 1:
+        for oh in range(out_h):
+            row, target = acc[oh * width:oh * width + out_w], dst[oh]
+            for ow in range(out_w):
+                v = row[ow] + b
+                target[ow] = (zero if v < zero else v) if relu else v  # NaN stays NaN
+    elif pool == 2:
+        for oh in range(out_h):
+            r0 = acc[2 * oh * width:2 * oh * width + 2 * out_w]
+            r1 = acc[(2 * oh + 1) * width:(2 * oh + 1) * width + 2 * out_w]
+            target = dst[oh]
+            for ow in range(out_w):
+                v = _nan_max(_nan_max(r0[2 * ow], r0[2 * ow + 1]), _nan_max(r1[2 * ow], r1[2 * ow + 1])) + b
+                target[ow] = (zero if v < zero else v) if relu else v
+    else:
+        for oh in range(out_h):
+            for ow in range(out_w):
+                best = acc[oh * pool * width + ow * pool]
+                for i in range(pool):
+                    for j in range(pool):
+                        best = _nan_max(acc[(oh * pool + i) * width + ow * pool + j], best)
+                v = best + b
+                dst[oh, ow] = (zero if v < zero else v) if relu else v
+
+
+class _TwoWays:
+    """A loop nest compiled twice: serially for calls whose largest array is below
+    ``SERIAL_BELOW`` elements, in parallel above. A serial call consults and wakes no thread
+    pool, which at batch 1 cost about as much as the kernel itself."""
+
+    __slots__ = ("parallel", "serial")
+
+    def __init__(self, fn):
+        self.parallel, self.serial = parallel(fn), serial(fn)
+
+    def __call__(self, largest: int, *args):
+        return (self.serial if largest < SERIAL_BELOW else self.parallel)(*args)
+
+
+@_TwoWays
+def _direct_conv(x, w, bias, top, left, relu, pool, out):
+    """out[n, o] = epilogue(sum over c, i, j of w[o, c, i, j] * xpad[n, c, i:, j:]), stride 1."""
+    batch, channels, height, width = x.shape
+    o_size, _, kh, kw = w.shape
+    p = max(pool, 1)
+    oh_size, ow_size = out.shape[2] * p, out.shape[3] * p
+    hp, wp = oh_size + kh - 1, ow_size + kw - 1
+    span = oh_size * wp  # the output's rows at the padded width
+    for n in prange(batch):
+        xp = np.zeros((channels, hp * wp + kw), x.dtype)  # + kw: the last tap's run reads past the end
+        for c in range(channels):
+            for h in range(max(0, top), min(hp, height + top)):
+                lo, hi = max(0, left), min(wp, width + left)
+                src, dst = x[n, c, h - top], xp[c, h * wp:]
+                for k in range(lo, hi):
+                    dst[k] = src[k - left]
+        acc = np.empty((2, span), x.dtype)
+        a0, a1 = acc[0], acc[1]
+        # Output channels in pairs: each load of the input serves two multiply-adds (LeNet's
+        # first conv, batch 64: 1.1x); an odd last channel goes alone.
+        for o in range(0, o_size - 1, 2):
+            a0[:] = 0
+            a1[:] = 0
+            for c in range(channels):
+                for i in range(kh):
+                    for j in range(kw):
+                        u, v = w[o, c, i, j], w[o + 1, c, i, j]
+                        # a slice, not row[base + t]: numba's negative-index check on a computed
+                        # index keeps LLVM from vectorising the loop (measured 6x slower)
+                        run = xp[c, i * wp + j:i * wp + j + span]
+                        for t in range(span):
+                            r = run[t]
+                            a0[t] += u * r
+                            a1[t] += v * r
+            _finish(a0, wp, bias[o], relu, pool, out[n, o])
+            _finish(a1, wp, bias[o + 1], relu, pool, out[n, o + 1])
+        if o_size % 2:
+            o = o_size - 1
+            a0[:] = 0
+            for c in range(channels):
+                for i in range(kh):
+                    for j in range(kw):
+                        u = w[o, c, i, j]
+                        run = xp[c, i * wp + j:i * wp + j + span]
+                        for t in range(span):
+                            a0[t] += u * run[t]
+            _finish(a0, wp, bias[o], relu, pool, out[n, o])
+
+
+@_TwoWays
+def _wide_patches(x, kh, kw, span, cols):
+    """cols[n, (c, i, j), :] = x[n, c].flat[i * W + j:][:span]: one contiguous run per tap."""
+    batch, channels = x.shape[0], x.shape[1]
+    width = x.shape[3]
+    for n in prange(batch):
+        plane = x[n].reshape(channels, -1)
+        for c in range(channels):
+            for i in range(kh):
+                for j in range(kw):
+                    src = plane[c, i * width + j:i * width + j + span]
+                    dst = cols[n, (c * kh + i) * kw + j]
+                    for t in range(span):  # a loop: a slice assignment copies through a temporary when serial
+                        dst[t] = src[t]
+
+
+@_TwoWays
+def _wide_epilogue(acc, width, bias, relu, pool, out):
+    batch, channels = out.shape[0], out.shape[1]
+    for nc in prange(batch * channels):
+        n, c = nc // channels, nc % channels
+        _finish(acc[n, c], width, bias[c], relu, pool, out[n, c])
+
+
+def _direct_shape(x, w, stride, padding, dilation, groups) -> bool:
+    return (x.ndim == 4 and groups == 1 and stride[0] == stride[1] == 1 and dilation[0] == dilation[1] == 1
+            and min(padding) >= 0 and x.size > 0 and w.size > 0 and x.dtype == w.dtype)
+
+
 def fused_conv2d(x, w, b=None, stride=(1, 1), padding=(0, 0, 0, 0), dilation=(1, 1), groups=1, act=None,
-                 act_attrs=None):
+                 act_attrs=None, max_pool=None):
     if b is None or act not in (None, "relu"):
-        return _ref._fused_conv2d_kernel(x, w, b, stride, padding, dilation, groups, act, act_attrs)
+        return _ref._fused_conv2d_kernel(x, w, b, stride, padding, dilation, groups, act, act_attrs, max_pool)
+    bias = np.ascontiguousarray(b, dtype=x.dtype).reshape(-1)
+    relu = act == "relu"
+    if _direct_shape(x, w, stride, padding, dilation, groups):
+        oh = x.shape[2] + padding[0] + padding[1] - w.shape[2] + 1
+        ow = x.shape[3] + padding[2] + padding[3] - w.shape[3] + 1
+        pool = int(max_pool or 0)
+        out = np.empty((x.shape[0], w.shape[0], *((oh // pool, ow // pool) if pool else (oh, ow))), x.dtype)
+        x = np.ascontiguousarray(x)
+        w = np.ascontiguousarray(w)
+        taps = w.shape[1] * w.shape[2] * w.shape[3]
+        if taps <= DIRECT_MAX_TAPS:
+            _direct_conv(max(x.size * 2, out.size), x, w, bias, padding[0], padding[2], relu, pool, out)
+            return out
+        if not any(padding):
+            _wide_conv(x, w, bias, relu, pool, oh, out)
+            return out
     y = _ref._kernel(_ref.conv_op, x.dtype)(x, w, stride=stride, padding=padding, dilation=dilation, groups=groups)
     if not (y.flags.c_contiguous and y.flags.writeable):
         y = np.ascontiguousarray(y)
-    bias = np.ascontiguousarray(b, dtype=y.dtype).reshape(-1)
-    _bias_relu(y.reshape(y.shape[0], y.shape[1], -1), bias, act == "relu")
-    return y
+    _bias_relu(y.reshape(y.shape[0], y.shape[1], -1), bias, relu)
+    return _ref.pool_output(y, max_pool)
+
+
+def _wide_conv(x, w, bias, relu, pool, oh, out) -> None:
+    n, _, height, width = x.shape
+    o, taps = w.shape[0], w.shape[1] * w.shape[2] * w.shape[3]
+    span = (oh - 1) * width + (width - w.shape[3] + 1)  # from the first output to the last, at width W
+    step = max(1, WIDE_CHUNK_BYTES // (taps * span * x.itemsize))
+    weights = w.reshape(o, taps)
+    rows = min(n, step)
+    buffer = scratch("wide_conv", rows * (taps + o) * span, x.dtype)  # the patches, then the products
+    for start in range(0, n, step):
+        stop = min(n, start + step)
+        c = buffer[:(stop - start) * taps * span].reshape(stop - start, taps, span)
+        a = buffer[rows * taps * span:rows * taps * span + (stop - start) * o * span].reshape(stop - start, o, span)
+        _wide_patches(c.size, x[start:stop], w.shape[2], w.shape[3], span, c)
+        np.matmul(weights, c, out=a)  # per sample [O, taps] @ [taps, span], BLAS
+        _wide_epilogue(a.size, a, width, bias, relu, pool, out[start:stop])
 
 
 # -- fused_elementwise ----------------------------------------------------------------------------
@@ -211,6 +390,11 @@ def _chain_state(chain, n_inputs: int) -> dict:
 
 
 def fused_elementwise(*arrays, chain):
+    # The product of the inputs' sizes bounds the broadcast result's: below the threshold the
+    # reference runs at once, without the checks and broadcasting below (a loop body of a few
+    # elements spent half its time in them).
+    if math.prod([a.size for a in arrays]) < REFERENCE_BELOW:
+        return evaluate_chain(arrays, chain)
     state = cached_for(chain, len(arrays), _chain_state)  # checks the chain once
     if not state["supported"] or not arrays:
         return evaluate_chain(arrays, chain)

@@ -27,7 +27,7 @@ import numpy as np
 from oar._core import dispatch as _dispatch
 from oar._core import dtypes as _dt
 from oar._core.op import resolve_kernel
-from oar._core.program import Program, ValueRef, map_refs
+from oar._core.program import Program, ValueRef, iter_refs, map_refs
 from oar._core.tensor import Tensor
 from oar.errors import KernelError, OarError
 
@@ -38,6 +38,17 @@ _FREE_REFS = 3
 
 def _version(t: Tensor) -> int:
     return t._vc[0] if t._vc is not None else 0
+
+
+def _tensors_of(structure) -> list:
+    """The tensors of an output structure (a tensor, or lists, tuples and dicts of them), in order."""
+    if isinstance(structure, Tensor):
+        return [structure]
+    if isinstance(structure, dict):
+        return [t for v in structure.values() for t in _tensors_of(v)]
+    if isinstance(structure, (list, tuple)):
+        return [t for v in structure for t in _tensors_of(v)]
+    return []
 
 
 def _as_array(out):
@@ -155,6 +166,9 @@ class Executor:
             self._single_output = self.slot[out.id] if computed else None
             if self._single_output in self._cached_slots:
                 self._single_output = None
+            constants = {self.slot[v] for v in self.program.constants.values()}
+            self._flat_outputs = [(self.slot[r.id], self.slot[r.id] in constants or self.slot[r.id] in self._cached_slots)
+                                  for r in iter_refs(self.program.outputs)]
 
     def _run_prelude(self, env: list) -> None:
         key = [(id(t._data), t._vc[0] if t._vc is not None else 0) for _, t in self.prelude_params]
@@ -186,6 +200,26 @@ class Executor:
         if self._single_output is not None:  # the common case: one computed tensor
             return Tensor._wrap(env[self._single_output], self.backend, True, None, 0, None)
         return self._outputs(env, feeds)
+
+    def run_arrays(self, arrays) -> list:
+        """Run for inference on arrays (in feed order); the outputs' arrays as a flat list, in the
+        order of the output structure's values. No tensor is made on the way in or out: this is
+        how a control-flow block runs once per loop iteration (``oar._ops.control_flow``), where
+        wrapping and unwrapping cost more than a small body's kernels."""
+        if self._steps is None:
+            self._prepare()
+        if self.program.updates:  # state written back needs the tensors: the general path
+            return [t._data for t in _tensors_of(self.run(list(arrays)))]
+        env = self._template.copy()
+        for s, a in zip(self.feed_slots, arrays):
+            env[s] = a
+        for s, t in self.param_slots:
+            env[s] = t._data
+        if self.prelude:
+            self._run_prelude(env)
+        self._execute(self._steps, env)
+        # A constant or a cached prelude value is shared from run to run: the caller gets a copy.
+        return [env[s].copy() if copy else env[s] for s, copy in self._flat_outputs]
 
     def _execute(self, steps, env: list) -> None:
         for kernel, ins, out, attrs, dead, inplace, i in steps:

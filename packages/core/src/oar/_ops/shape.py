@@ -11,6 +11,7 @@ has only ``paddle.nn.functional.pad``.
 from __future__ import annotations
 
 import builtins
+import math
 
 import numpy as np
 
@@ -65,7 +66,7 @@ def _numel(dims) -> int | None:
     """The product of dims, or None when one is dynamic."""
     if any(d is None for d in dims):
         return None
-    return int(np.prod(dims, dtype=np.int64))
+    return int(math.prod(dims))  # not np.prod: a ufunc reduction costs microseconds per flatten
 
 
 def _tensors(x, op: str) -> list[Tensor]:

@@ -11,6 +11,10 @@ max pooling without the mask only gradients read.
   as conv + batch-norm folding leaves it), then optionally an activation -> ``fused_conv2d``.
 - ``max_pool_drop_mask`` (level 2, inference): a ``max_pool`` whose mask nobody reads ->
   ``max_pool_infer``.
+- ``fuse_conv2d_max_pool`` (level 2, inference, after the two above): a ``fused_conv2d`` whose
+  only reader is a ``max_pool_infer`` of ``k x k`` windows, stride ``k``, no padding, floor mode
+  -> the ``fused_conv2d`` with ``max_pool=k``: a kernel writes the pooled output only, and the
+  full-size activation never exists.
 
 A value is fused away only when the next op of the pattern is its only reader and it is no
 output or state update, so a value read elsewhere is still computed. Both run at
@@ -136,8 +140,31 @@ def max_pool_drop_mask(program: Program) -> Program:
     return _rewrite(program, replaced, set())
 
 
+def fuse_conv2d_max_pool(program: Program) -> Program:
+    """``fused_conv2d`` then ``max_pool_infer`` (square window = stride, no padding, floor mode)
+    -> one ``fused_conv2d`` with ``max_pool``."""
+    users = program.users()
+    kept = set(program.output_ids())
+    replaced: dict[int, OpNode] = {}
+    removed: set[int] = set()
+    for node in program.nodes:
+        if node.op != "fused_conv2d" or node.attrs.get("max_pool") is not None:
+            continue
+        pool = _sole_reader(program, users, kept, node.outputs[0], ("max_pool_infer",))
+        if pool is None:
+            continue
+        k, stride, padding = pool.attrs["kernel_size"], pool.attrs["stride"], pool.attrs["padding"]
+        if len(k) != 2 or k[0] != k[1] or list(stride) != list(k) or any(padding) or pool.attrs["ceil_mode"]:
+            continue
+        replaced[id(pool)] = OpNode("fused_conv2d", node.inputs, pool.outputs, {**node.attrs, "max_pool": int(k[0])},
+                                    node.no_grad and pool.no_grad)
+        removed.update((id(node), id(pool)))
+    return _rewrite(program, replaced, removed)
+
+
 PASSES = [
     Pass("fuse_conv2d", fuse_conv2d, level=2, inference_only=True, order=FUSION_ORDER),
     Pass("fuse_linear", fuse_linear, level=2, inference_only=True, order=FUSION_ORDER),
     Pass("max_pool_drop_mask", max_pool_drop_mask, level=2, inference_only=True, order=FUSION_ORDER),
+    Pass("fuse_conv2d_max_pool", fuse_conv2d_max_pool, level=2, inference_only=True, order=FUSION_ORDER),
 ]

@@ -4,7 +4,8 @@
   optional activation ``act`` (with ``act_attrs``), in one output buffer.
 - ``fused_conv2d(x, w[, b])``: a 2-d ``conv`` (same attributes), plus the per-channel bias
   (any shape of ``C`` elements: ``[C]``, ``[C, 1, 1]``, ``[1, C, 1, 1]``), then ``act``, written
-  into the convolution's own output.
+  into the convolution's own output; with ``max_pool=k``, then a ``k x k`` max pooling of stride
+  ``k`` without padding (floor mode), so a kernel can write the pooled output alone.
 - ``max_pool_infer(x)``: ``max_pool``'s values without its argmax mask, which only the gradient
   reads.
 
@@ -138,29 +139,46 @@ def fused_linear(x, weight, bias=None, act: str | None = None, act_attrs: dict |
 
 # -- fused_conv2d ---------------------------------------------------------------------------------
 def _fused_conv2d_meta(x: TensorMeta, w: TensorMeta, b: TensorMeta | None = None, stride=(1, 1),
-                       padding=(0, 0, 0, 0), dilation=(1, 1), groups=1, act=None, act_attrs=None) -> TensorMeta:
+                       padding=(0, 0, 0, 0), dilation=(1, 1), groups=1, act=None, act_attrs=None,
+                       max_pool=None) -> TensorMeta:
     if len(x.shape) != 4:
         raise ShapeError(f"fused_conv2d: x must be 4-d [N, C, H, W], got {fmt_shape(x.shape)}")
     _check_act("fused_conv2d", act, act_attrs if act_attrs is not None else {})
     out = conv_op.meta(x, w, stride=stride, padding=padding, dilation=dilation, groups=groups)
     if b is not None:
         _check_bias("fused_conv2d", out, b, out.shape[1], 1)
+    if max_pool is not None:
+        if not isinstance(max_pool, int) or isinstance(max_pool, bool) or max_pool < 1:
+            raise ArgumentError(f"fused_conv2d: max_pool must be None or a window size >= 1, got {max_pool!r}")
+        out = _max_pool_infer_meta(out, [max_pool] * 2, [max_pool] * 2, [0, 0, 0, 0], False)
     return out
 
 
+def pool_output(y: np.ndarray, max_pool) -> np.ndarray:
+    """``y`` max-pooled by ``max_pool x max_pool`` windows of that stride (as ``fused_conv2d``
+    ends), or ``y`` itself for None."""
+    if max_pool is None:
+        return y
+    return _kernel(_op("max_pool_infer"), y.dtype)(y, [max_pool] * 2, [max_pool] * 2, [0, 0, 0, 0], False)
+
+
 def _fused_conv2d_kernel(x, w, b=None, stride=(1, 1), padding=(0, 0, 0, 0), dilation=(1, 1), groups=1, act=None,
-                         act_attrs=None):
+                         act_attrs=None, max_pool=None):
     y = _kernel(conv_op, x.dtype)(x, w, stride=stride, padding=padding, dilation=dilation, groups=groups)
     if b is not None:
         bias = b.reshape(-1, 1, 1)
         y = np.add(y, bias, out=y) if y.flags.writeable else y + bias
-    return apply_activation(y, act, act_attrs or {})
+    return pool_output(apply_activation(y, act, act_attrs or {}), max_pool)
 
 
 def _conv2d_forward(x, w, b=None, stride=(1, 1), padding=(0, 0, 0, 0), dilation=(1, 1), groups=1, act=None,
-                    act_attrs=None):
+                    act_attrs=None, max_pool=None):
     y = dispatch(conv_op, (x, w), {"stride": stride, "padding": padding, "dilation": dilation, "groups": groups})
-    return _epilogue(y, b, [-1, 1, 1], act, act_attrs or {})
+    y = _epilogue(y, b, [-1, 1, 1], act, act_attrs or {})
+    if max_pool is not None:
+        y = dispatch(max_pool_op, (y,), {"kernel_size": [max_pool] * 2, "stride": [max_pool] * 2,
+                                         "padding": [0, 0, 0, 0], "ceil_mode": False})[0]
+    return y
 
 
 fused_conv2d_op = Op("fused_conv2d", reference=_fused_conv2d_kernel, meta=_fused_conv2d_meta,
@@ -169,8 +187,9 @@ fused_conv2d_op.defgrad(_with_bias_and_act(_conv2d_forward))
 
 
 def fused_conv2d(x, weight, bias=None, stride=(1, 1), padding=(0, 0, 0, 0), dilation=(1, 1), groups: int = 1,
-                 act: str | None = None, act_attrs: dict | None = None):
-    """``act(conv2d(x, weight) + bias)`` as one op; ``padding`` is ``[top, bottom, left, right]``.
+                 act: str | None = None, act_attrs: dict | None = None, max_pool: int | None = None):
+    """``act(conv2d(x, weight) + bias)`` as one op; ``padding`` is ``[top, bottom, left, right]``;
+    ``max_pool=k`` max-pools the result by ``k x k`` windows of stride ``k``.
 
     >>> import oar
     >>> from oar.nn.functional.fused import fused_conv2d
@@ -178,9 +197,11 @@ def fused_conv2d(x, weight, bias=None, stride=(1, 1), padding=(0, 0, 0, 0), dila
     [1, 2, 2, 2]
     """
     inputs = (x, weight) if bias is None else (x, weight, bias)
-    return dispatch(fused_conv2d_op, inputs, {"stride": list(stride), "padding": list(padding),
-                                               "dilation": list(dilation), "groups": int(groups), "act": act,
-                                               "act_attrs": dict(act_attrs or {})})
+    attrs = {"stride": list(stride), "padding": list(padding), "dilation": list(dilation), "groups": int(groups),
+             "act": act, "act_attrs": dict(act_attrs or {})}
+    if max_pool is not None:  # absent, not None, when unused: programs saved before it read the same
+        attrs["max_pool"] = max_pool
+    return dispatch(fused_conv2d_op, inputs, attrs)
 
 
 # -- max_pool_infer -------------------------------------------------------------------------------
