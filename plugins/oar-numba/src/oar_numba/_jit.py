@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import threading
+from concurrent.futures import ThreadPoolExecutor
 
 # GNU OpenMP (numba's threading layer here) keeps its idle threads spinning for a while after
 # each parallel region; the convolutions alternate numba regions with BLAS products, whose
@@ -85,3 +86,72 @@ def scratch(name: str, size: int, dtype) -> np.ndarray:
     if buffer is None or buffer.size < size:
         buffer = buffers[name, dtype] = np.empty(size, dtype)
     return buffer[:size]
+
+
+# -- splitting a kernel's samples over threads --------------------------------------------------
+# The convolutions alternate numba regions with many small BLAS products (one per sample). With
+# both pools sized n, every product forks and joins BLAS's threads, and a region waits for its
+# slowest thread: on a busy machine a preempted thread costs a scheduler tick per product. Giving
+# each thread whole samples instead (BLAS and numba at one thread inside) joins once per call.
+# Handing work to another thread costs tens of microseconds: LeNet's convolutions (up to 1M
+# elements of patches) ran slower split (W3 at 2 threads 8.1 -> 8.9 ms), ResNet's (9.4M) 2x faster.
+SPLIT_BELOW = 1 << 22
+_split_pool: ThreadPoolExecutor | None = None
+_blas: list | None = None  # threadpoolctl's BLAS controllers, found once
+
+
+def _blas_libraries() -> list:
+    global _blas
+    if _blas is None:
+        try:
+            import threadpoolctl
+        except ImportError:
+            _blas = []
+        else:
+            _blas = threadpoolctl.ThreadpoolController().select(user_api="blas").lib_controllers
+    return _blas
+
+
+def _on_one_thread(work, start: int, stop: int) -> None:
+    threads = numba.get_num_threads()
+    numba.set_num_threads(1)  # this thread's mask only
+    try:
+        work(start, stop)
+    finally:
+        numba.set_num_threads(threads)
+
+
+def split_samples(work, n: int, size: int) -> None:
+    """Run ``work(start, stop)`` over ``[0, n)``: in one call, or, with ``oar.set_num_threads(k > 1)``,
+    threadpoolctl to pin BLAS and ``size`` (the elements the work touches) at least
+    ``SPLIT_BELOW``, in k contiguous parts on k threads (the calling one included), each running
+    BLAS and numba on its own thread. ``work`` must write disjoint outputs per part (or keep
+    per-part sums)."""
+    global _split_pool
+    threads = min(numba.get_num_threads(), n) if size >= SPLIT_BELOW else 1
+    libraries = _blas_libraries() if threads > 1 else []
+    if threads <= 1 or not libraries:
+        work(0, n)
+        return
+    if _split_pool is None:
+        _split_pool = ThreadPoolExecutor(numba.config.NUMBA_NUM_THREADS - 1, thread_name_prefix="oar-numba")
+    bounds = [n * k // threads for k in range(threads + 1)]
+    saved = [lib.get_num_threads() for lib in libraries]
+    for lib in libraries:
+        lib.set_num_threads(1)
+    try:
+        futures = [_split_pool.submit(_on_one_thread, work, bounds[k], bounds[k + 1]) for k in range(1, threads)]
+        _on_one_thread(work, bounds[0], bounds[1])
+        for future in futures:
+            future.result()
+    finally:
+        for lib, count in zip(libraries, saved):
+            lib.set_num_threads(count)
+
+
+def _forget_split_pool() -> None:
+    global _split_pool
+    _split_pool = None  # a forked child has none of its parent's threads
+
+
+os.register_at_fork(after_in_child=_forget_split_pool)
