@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from oar.testing import load_cases
 
-FAMILIES = ("activation", "attention", "common", "conv", "loss", "norm", "pooling", "vision", "fused")
+FAMILIES = ("activation", "attention", "common", "conv", "loss", "norm", "pooling", "vision", "fused", "quant")
 
 
 def all_cases():

@@ -340,3 +340,39 @@ CASES += [
            [CTC_LOGITS, np.array([[0, 1], [1, 1], [0, 0]]), CTC_INPUT_LENGTHS, np.array([2, 2, 1])], grad_inputs=[0],
            id="ctc_loss_blank_last"),
 ]
+
+
+# softmax_with_cross_entropy_grad: the hard-label backward (prob - onehot) * g, called directly
+def _ce_grad(prob, label, g, ignore_index=-100, axis=-1):
+    from oar._ops._common import dispatch
+    from oar.nn.functional.loss import softmax_with_cross_entropy_grad_op
+
+    return dispatch(softmax_with_cross_entropy_grad_op, (prob, label, g), {"ignore_index": ignore_index, "axis": axis})
+
+
+def ref_ce_grad(prob, label, g, ignore_index=-100, axis=-1):
+    p, shape = _rows(prob, axis)
+    lab = np.moveaxis(label, axis, -1).reshape(-1)
+    gv = np.moveaxis(g, axis, -1).reshape(-1)
+    out = np.zeros_like(p)
+    for r in range(p.shape[0]):
+        if lab[r] == ignore_index:
+            continue
+        for c in range(p.shape[1]):
+            out[r, c] = (p[r, c] - (1.0 if c == lab[r] else 0.0)) * gv[r]
+    return np.moveaxis(out.reshape(*shape, p.shape[1]), -1, axis)
+
+
+CE_LABELS = np.array([[2], [0], [4], [1], [3], [4]], np.int64)
+CASES += [
+    OpCase("softmax_with_cross_entropy_grad", _ce_grad, ref_ce_grad,
+           [_distribution(6, 5), CE_LABELS, _randn(6, 1)], grad_inputs=[0, 2], id="softmax_with_cross_entropy_grad"),
+    OpCase("softmax_with_cross_entropy_grad", lambda p, y, g: _ce_grad(p, y, g, ignore_index=4),
+           lambda p, y, g: ref_ce_grad(p, y, g, ignore_index=4),
+           [_distribution(6, 5), CE_LABELS.astype(np.int32), _randn(6, 1)], grad_inputs=[0, 2],
+           id="softmax_with_cross_entropy_grad_ignore_index"),
+    OpCase("softmax_with_cross_entropy_grad", lambda p, y, g: _ce_grad(p, y, g, axis=1),
+           lambda p, y, g: ref_ce_grad(p, y, g, axis=1),
+           [_distribution(2, 4, 3, axis=1), np.array([[[1, 3, 0]], [[2, 2, 1]]]), _randn(2, 1, 3)], grad_inputs=[0, 2],
+           id="softmax_with_cross_entropy_grad_axis1"),
+]

@@ -160,9 +160,9 @@ CASES = [
            [BN_X, BN_W, BN_X.mean(axis=(0, 2, 3)), BN_X.var(axis=(0, 2, 3)), BN_G], rtol=1e-4, atol=1e-5),
     OpCase("batch_norm_infer", _bn_infer, _bn_infer_ref, [rand(2, 3, 4), positive(3), rand(3), rand(3), positive(3)],
            dtypes=("float32", "float64", "float16")),
-    OpCase("layer_norm", lambda x, w, b: F.group_norm(x, 2, weight=w, bias=b), lambda x, w, b: _group_norm_ref(x, 2, w, b),
+    OpCase("group_norm", lambda x, w, b: F.group_norm(x, 2, weight=w, bias=b), lambda x, w, b: _group_norm_ref(x, 2, w, b),
            [rand(2, 4, 2, 2), positive(4), rand(4)], id="group_norm"),
-    OpCase("layer_norm", lambda x, w, b: F.group_norm(x, 3, weight=w, bias=b, data_format="NHWC"),
+    OpCase("group_norm", lambda x, w, b: F.group_norm(x, 3, weight=w, bias=b, data_format="NHWC"),
            lambda x, w, b: np.moveaxis(_group_norm_ref(np.moveaxis(x, -1, 1), 3, w, b), 1, -1),
            [rand(2, 2, 2, 3), positive(3), rand(3)], id="group_norm_nhwc"),
     OpCase("layer_norm", lambda x, w, b: F.instance_norm(x, weight=w, bias=b),
@@ -175,4 +175,47 @@ CASES = [
            [rand(3, 4)], id="normalize"),
     OpCase("p_norm", lambda x: F.normalize(x, p=1, axis=-1),
            lambda x: x / np.maximum(np.abs(x).sum(axis=-1, keepdims=True), 1e-12), [rand(3, 4) + 1.5], id="normalize_l1"),
+]
+
+
+# -- group_norm and group_norm_grad, called directly: the statistics, and the backward op's own gradient
+def _group_norm_all(x, w, b, groups=2):
+    from oar.nn.functional._group_norm import group_norm_op
+
+    return dispatch(group_norm_op, (x, w, b), {"num_groups": groups, "epsilon": EPS})
+
+
+def _group_norm_all_ref(x, w, b, groups=2):
+    n, c = x.shape[:2]
+    xh, mean, var = _normalized(x.reshape(n, groups, -1), (2,))
+    shape = (1, c) + (1,) * (x.ndim - 2)
+    return xh.reshape(x.shape) * w.reshape(shape) + b.reshape(shape), mean.reshape(n, groups), var.reshape(n, groups)
+
+
+def _group_norm_grad(x, w, m, v, g):
+    from oar.nn.functional._group_norm import group_norm_grad_op
+
+    return dispatch(group_norm_grad_op, (x, w, m, v, g), {"num_groups": 2, "epsilon": EPS})
+
+
+def _group_norm_grad_ref(x, w, m, v, g):
+    n, c = x.shape[:2]
+    shape = (1, c) + (1,) * (x.ndim - 2)
+    wx = np.broadcast_to(w.reshape(shape), x.shape).reshape(n, 2, -1)
+    dx = _textbook_backward(x.reshape(n, 2, -1), wx, g.reshape(n, 2, -1), (2,)).reshape(x.shape)
+    xh = _normalized(x.reshape(n, 2, -1), (2,))[0].reshape(x.shape)
+    spatial = (0,) + tuple(range(2, x.ndim))
+    return dx, (g * xh).sum(axis=spatial), g.sum(axis=spatial)
+
+
+GN_X = rand(3, 4, 2, 3)
+CASES += [
+    OpCase("group_norm", _group_norm_all, _group_norm_all_ref, [GN_X, positive(4), rand(4)], id="group_norm_with_stats"),
+    OpCase("group_norm", lambda x, w, b: _group_norm_all(x, w, b, 3), lambda x, w, b: _group_norm_all_ref(x, w, b, 3),
+           [rand(2, 6, 5), positive(6), rand(6)], id="group_norm_1d_three_groups"),
+    OpCase("group_norm", lambda x: F.group_norm(x, 1), lambda x: _normalized(x, (1, 2, 3))[0], [rand(2, 3, 2, 2)],
+           id="group_norm_one_group_no_affine"),
+    OpCase("group_norm_grad", _group_norm_grad, _group_norm_grad_ref,
+           [GN_X, positive(4), GN_X.reshape(3, 2, -1).mean(axis=2), GN_X.reshape(3, 2, -1).var(axis=2), rand(3, 4, 2, 3)],
+           rtol=1e-4, atol=1e-5),
 ]

@@ -169,6 +169,16 @@ CASES = [
            id="avg_pool2d_divisor_override_nhwc"),
     OpCase("avg_pool", lambda x: F.avg_pool2d(x, 3, stride=2, padding="same"),
            lambda x: ref_avg_pool(x, [3, 3], [2, 2], [0, 1, 1, 1]), [rand(1, 2, 4, 3)], id="avg_pool2d_same"),
+    # 2x2 windows of stride 2 (oar-numba's compiled path): an odd size leaves a row/column out
+    OpCase("avg_pool", lambda x: F.avg_pool2d(x, 2), lambda x: ref_avg_pool(x, [2, 2]), [rand(2, 3, 6, 7)],
+           id="avg_pool2d_2x2_odd_width"),
+    OpCase("avg_pool", lambda x: F.avg_pool2d(x, 2, ceil_mode=True), lambda x: ref_avg_pool(x, [2, 2], None, None, True),
+           [rand(1, 2, 5, 4)], id="avg_pool2d_2x2_ceil_overhang"),
+    OpCase("avg_pool_grad", lambda g: dispatch(avg_pool_grad_op, (g,), {
+               "input_size": [5, 7], "kernel_size": [2, 2], "stride": [2, 2], "padding": [0, 0, 0, 0],
+               "ceil_mode": False, "exclusive": True}),
+           lambda g: ref_avg_pool_grad(g, [5, 7], [2, 2], [2, 2], [0, 0, 0, 0], False, True), [rand(2, 3, 2, 3)],
+           id="avg_pool_grad_2x2_odd_sizes"),
     OpCase("avg_pool_grad", lambda g: dispatch(avg_pool_grad_op, (g,), {
                "input_size": [5, 4], "kernel_size": [3, 2], "stride": [2, 1], "padding": [1, 0, 0, 1],
                "ceil_mode": True, "exclusive": False}),

@@ -7,10 +7,10 @@ together with BLAS's. ``KERNELS`` maps each op name to the kernel registered for
 
 >>> from oar_numba import KERNELS
 >>> sorted(KERNELS)[:3]
-['adaptive_avg_pool_grad', 'adaptive_max_pool', 'batch_norm']
+['adaptive_avg_pool_grad', 'adaptive_max_pool', 'avg_pool']
 """
 
-from oar_numba import _activation, _conv, _embedding, _fused, _loss, _norm, _pooling
+from oar_numba import _activation, _conv, _embedding, _fused, _group_norm, _loss, _norm, _pooling, _quant
 
 __version__ = "0.1.0"
 
@@ -35,6 +35,23 @@ KERNELS = {
     "max_pool_infer": _fused.max_pool_infer,
     "fused_conv2d": _fused.fused_conv2d,
     "fused_elementwise": _fused.fused_elementwise,
+    "softmax_with_cross_entropy_grad": _loss.softmax_with_cross_entropy_grad,
+    "log_softmax": _loss.log_softmax,
+    "log_softmax_grad": _loss.log_softmax_grad,
+    "group_norm": _group_norm.group_norm,
+    "group_norm_grad": _group_norm.group_norm_grad,
+    "avg_pool": _pooling.avg_pool,
+    "avg_pool_grad": _pooling.avg_pool_grad,
+    "quantize_linear": _quant.quantize_linear,
+    "dequantize_linear": _quant.dequantize_linear,
+    "fake_quantize_dequantize": _quant.fake_quantize_dequantize,
+    "matmul_int8": _quant.matmul_int8,
+    "weight_only_linear": _quant.weight_only_linear,
+    "llm_int8_linear": _quant.llm_int8_linear,
 }
 
-__all__ = ["KERNELS"]
+# The dtype a kernel is registered for is its op's first input's: int8 for the ops that take an
+# int8 tensor first; float32 and float64 (plugin.DTYPES) for the rest.
+KERNEL_DTYPES = {"dequantize_linear": ("int8",), "matmul_int8": ("int8",)}
+
+__all__ = ["KERNELS", "KERNEL_DTYPES"]

@@ -19,7 +19,7 @@ import sys
 import numba
 
 from oar.plugins import PLUGIN_PRIORITY, hookimpl
-from oar_numba import KERNELS
+from oar_numba import KERNEL_DTYPES, KERNELS, _optimizer
 
 DTYPES = ("float32", "float64")
 
@@ -27,7 +27,8 @@ DTYPES = ("float32", "float64")
 @hookimpl
 def oar_register_kernels(kernels):
     for op_name, kernel in KERNELS.items():
-        kernels.register(op_name, "cpu", kernel, dtypes=DTYPES, priority=PLUGIN_PRIORITY)
+        kernels.register(op_name, "cpu", kernel, dtypes=KERNEL_DTYPES.get(op_name, DTYPES), priority=PLUGIN_PRIORITY)
+    _optimizer.register_update_rules()  # optimizer updates are no ops: they have a registry of their own
 
 
 def set_numba_threads(n: int) -> None:
@@ -51,6 +52,7 @@ def _after_fork_in_child() -> None:
         name = get_manager().get_name(sys.modules[__name__])
         if name is not None:
             unregister(name)
+            _optimizer.unregister_update_rules()
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -6,7 +6,19 @@ in ``__all__``.
 
 from __future__ import annotations
 
-from oar.nn.functional import activation, attention, common, conv, fused, loss, norm, pooling, vision
+from oar.nn.functional import (
+    _group_norm,
+    activation,
+    attention,
+    common,
+    conv,
+    fused,
+    loss,
+    norm,
+    pooling,
+    quant,
+    vision,
+)
 from oar.nn.functional.activation import *  # noqa: F403
 from oar.nn.functional.attention import *  # noqa: F403
 from oar.nn.functional.common import *  # noqa: F403
@@ -16,5 +28,5 @@ from oar.nn.functional.norm import *  # noqa: F403
 from oar.nn.functional.pooling import *  # noqa: F403
 from oar.nn.functional.vision import *  # noqa: F403
 
-FAMILIES = (activation, attention, common, conv, loss, norm, pooling, vision, fused)
+FAMILIES = (activation, attention, common, conv, loss, norm, _group_norm, pooling, vision, fused, quant)
 ALL_OPS = [op for family in FAMILIES for op in family.OPS]

@@ -208,12 +208,15 @@ def _softmax_with_cross_entropy_grad(ctx, g_loss, g_prob):
     if g_loss is not None:
         if soft:
             target = label
-        else:
+        elif not a["use_softmax"]:
             target = _one_hot_along(label, logits.shape[axis], axis, a["ignore_index"], logits.dtype)
-        if a["use_softmax"]:
-            # d(-sum(y * log_softmax)) = softmax * sum(y) - y; a hard label's sum(y) is its valid mask.
-            mass = oar.sum(target, axis=axis, keepdim=True) if soft else _valid_mask(label, a["ignore_index"], logits.dtype)
-            d_logits = (prob * mass - target) * g_loss
+        if a["use_softmax"] and not soft:
+            # the common case (classification): one op, which plugins fuse into one pass per row
+            d_logits = dispatch(softmax_with_cross_entropy_grad_op, (prob, label, g_loss),
+                                {"ignore_index": a["ignore_index"], "axis": axis})
+        elif a["use_softmax"]:
+            # d(-sum(y * log_softmax)) = softmax * sum(y) - y
+            d_logits = (prob * oar.sum(target, axis=axis, keepdim=True) - target) * g_loss
         else:
             # d(-sum(y * log p)) = -y / p, taken as 0 where y is 0 (also where p is 0).
             nonzero = oar.not_equal(target, 0.0)
@@ -228,6 +231,42 @@ def _softmax_with_cross_entropy_grad(ctx, g_loss, g_prob):
             extra = g_prob
         d_logits = extra if d_logits is None else d_logits + extra
     return d_logits, d_label
+
+
+def _softmax_with_cross_entropy_grad_kernel(prob, label, g_loss, ignore_index, axis):
+    """d loss / d logits of hard labels: ``(prob - onehot(label)) * g_loss``, 0 where ignored."""
+    axis = axis % prob.ndim
+    label = label.astype(np.int64, copy=False)
+    valid = label != ignore_index
+    shape = [1] * prob.ndim
+    shape[axis] = prob.shape[axis]
+    onehot = (np.arange(prob.shape[axis]).reshape(shape) == label) & valid
+    return ((prob * valid - onehot) * g_loss).astype(prob.dtype)
+
+
+def _softmax_with_cross_entropy_grad_meta(prob, label, g_loss, ignore_index, axis):
+    return prob
+
+
+softmax_with_cross_entropy_grad_op = Op(
+    "softmax_with_cross_entropy_grad", reference=_softmax_with_cross_entropy_grad_kernel,
+    meta=_softmax_with_cross_entropy_grad_meta, amp=AMP_FP32, dtypes=_KERNEL_DTYPES, nondiff_inputs=(1,),
+)
+
+
+@softmax_with_cross_entropy_grad_op.defgrad
+def _softmax_with_cross_entropy_grad_grad(ctx, c):
+    # d = (prob * valid - onehot) * g: linear in prob and in g
+    prob, label, g_loss = ctx.inputs
+    a = ctx.attrs
+    axis = a["axis"] % prob.ndim
+    valid = _valid_mask(label, a["ignore_index"], prob.dtype)
+    d_prob = c * valid * g_loss if ctx.needs_input_grad[0] else None
+    d_g = None
+    if ctx.needs_input_grad[2]:
+        onehot = _one_hot_along(label, prob.shape[axis], axis, a["ignore_index"], prob.dtype)
+        d_g = oar.sum(c * (prob * valid - onehot), axis=axis, keepdim=True)
+    return d_prob, None, d_g
 
 
 def _hard_label_keepdim(fn: str, input: Tensor, label: Tensor, axis: int) -> tuple[Tensor, bool]:
@@ -882,7 +921,8 @@ def ctc_loss(log_probs, labels, input_lengths, label_lengths, blank=0, reduction
 
 
 OPS: list = [
-    softmax_with_cross_entropy_op, nll_loss_op, bce_loss_op, sigmoid_cross_entropy_with_logits_op, warpctc_op,
+    softmax_with_cross_entropy_op, softmax_with_cross_entropy_grad_op, nll_loss_op, bce_loss_op,
+    sigmoid_cross_entropy_with_logits_op, warpctc_op,
 ]
 __all__: list[str] = [
     "cross_entropy", "softmax_with_cross_entropy", "nll_loss", "binary_cross_entropy",

@@ -511,14 +511,16 @@ def group_norm(x, num_groups: int, epsilon: float = 1e-05, weight=None, bias=Non
         raise ArgumentError(f"{fn}: data_format must be NCL, NCHW, NCDHW, NLC, NHWC or NDHWC, got {data_format!r}")
     last = data_format[1] != "C"
     xc = _to_channel_first(x) if last else x
-    n, channels = xc.shape[0], xc.shape[1]
+    channels = xc.shape[1]
     if isinstance(num_groups, bool) or not isinstance(num_groups, (int, np.integer)) or num_groups <= 0 \
             or channels % num_groups:
         raise ArgumentError(f"{fn}: num_groups must be a positive int dividing the {channels} channels of x, "
                             f"got {num_groups!r}")
-    grouped = reshape_to(xc, [n, int(num_groups), channels // int(num_groups) * int(np.prod(xc.shape[2:]))])
-    y = reshape_to(_plain_layer_norm(grouped, 2, epsilon), xc.shape)
-    y = _channel_affine(fn, y, weight, bias)
+    from oar.nn.functional._group_norm import group_norm_op  # that module imports this one
+
+    w = _affine_param(fn, "weight", weight, channels, xc, 1.0)
+    b = _affine_param(fn, "bias", bias, channels, xc, 0.0)
+    y = dispatch(group_norm_op, (xc, w, b), {"num_groups": int(num_groups), "epsilon": float(epsilon)})[0]
     return oar.moveaxis(y, 1, -1) if last else y
 
 
