@@ -82,3 +82,29 @@ def test_blas_follows_set_num_threads(fresh_count):
 def test_set_num_threads_refuses_what_is_not_a_positive_int(bad):
     with pytest.raises(ArgumentError, match="set_num_threads: n must be a positive int"):
         oar.set_num_threads(bad)
+
+
+def test_small_products_run_on_one_blas_thread_and_the_count_comes_back(fresh_count):
+    # A threaded small product leaves OpenBLAS's worker spinning for ~0.1 s (oar._core.threads):
+    # matmuls between the two bounds run on one BLAS thread, and the user's setting returns after.
+    import numpy as np
+
+    from oar._core.threads import SMALL_PRODUCT, one_blas_thread, small_product
+
+    assert small_product(np.ones((64, 400)), np.ones((400, 120)))  # LeNet's fc1 at batch 64
+    assert not small_product(np.ones((4, 4)), np.ones((4, 4)))  # OpenBLAS keeps it on one thread anyway
+    assert not small_product(np.ones((1024, 1024)), np.ones((1024, 1024)))  # big: worth the threads
+    assert SMALL_PRODUCT < 1024 ** 3
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    if not any(lib["user_api"] == "blas" for lib in threadpoolctl.threadpool_info()):
+        pytest.skip("numpy's BLAS is not visible to threadpoolctl here")
+    oar.set_num_threads(2)
+
+    def blas_threads():
+        return {lib["num_threads"] for lib in threadpoolctl.threadpool_info() if lib["user_api"] == "blas"}
+
+    with one_blas_thread():
+        assert blas_threads() == {1}
+    assert blas_threads() == {2}
+    x, w = np.random.default_rng(0).standard_normal((2, 64, 400)).astype("float32")[0], np.ones((400, 120), "float32")
+    np.testing.assert_allclose((oar.to_tensor(x) @ oar.to_tensor(w)).numpy(), x @ w, rtol=1e-5)

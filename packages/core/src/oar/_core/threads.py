@@ -53,3 +53,61 @@ def set_num_threads(n: int) -> None:
     controls.num_threads = int(n)
     for _, control in controls.items():
         control(int(n))
+
+
+# -- small products on one BLAS thread ----------------------------------------------------------
+# OpenBLAS runs a product on one thread below m*n*k = 262144 and on all of its threads above.
+# After a threaded product its idle worker spins (sched_yield) for about 0.1 s waiting for more
+# work, holding a core the whole time. LeNet's step (W3) has a few products of [64, 400] x
+# [400, 120] size between numba regions: at 2 threads on 2 cores that spinner took its core from
+# numba's worker and from the main thread (16 ms of CPU for an 8 ms step; on a machine shared
+# with another process 20-100 ms per step against 8.6-9.3 ms with those products on one thread).
+# Products this small gain little from a second thread, so they run on one; the switch costs
+# about 2 us (threadpoolctl, both ways) and is paid only for products in between the two bounds.
+SMALL_PRODUCT = 1 << 23  # m * k * n below which a product runs on one BLAS thread
+_OPENBLAS_ONE_THREAD = 1 << 18  # below this OpenBLAS already uses one thread: no switch needed
+_blas_controllers: list | None = None
+
+
+def _blas() -> list:
+    global _blas_controllers
+    if _blas_controllers is None:
+        try:
+            import threadpoolctl
+        except ModuleNotFoundError:
+            _blas_controllers = []
+        else:
+            _blas_controllers = threadpoolctl.ThreadpoolController().select(user_api="blas").lib_controllers
+    return _blas_controllers
+
+
+def small_product(x, y, transpose_y: bool = False) -> bool:
+    """Whether each product of ``np.matmul(x, y)`` (``y`` [..., n, k] with ``transpose_y``) is one
+    OpenBLAS would spread over its threads but that had better run on one (``one_blas_thread``)."""
+    if x.ndim < 2 or y.ndim < 2:
+        return False
+    volume = x.shape[-2] * x.shape[-1] * y.shape[-2 if transpose_y else -1]  # m*k*n of one product
+    return _OPENBLAS_ONE_THREAD <= volume < SMALL_PRODUCT
+
+
+class one_blas_thread:
+    """``with one_blas_thread():`` BLAS runs on one thread inside, and on what it had after.
+
+    BLAS's setting is process-wide: a product another Python thread starts meanwhile runs on one
+    thread too, which is slower but correct. A no-op where BLAS already has one thread."""
+
+    __slots__ = ("saved",)
+
+    def __enter__(self):
+        self.saved = []
+        for lib in _blas():
+            count = lib.get_num_threads()
+            if count > 1:
+                lib.set_num_threads(1)
+                self.saved.append((lib, count))
+        return self
+
+    def __exit__(self, *exc):
+        for lib, count in self.saved:
+            lib.set_num_threads(count)
+        return False

@@ -12,6 +12,7 @@ import numpy as np
 
 from oar._core import dtypes as _dt
 from oar._core.op import AMP_LOW_PRECISION, Op
+from oar._core.threads import one_blas_thread, small_product
 from oar._ops._common import (
     Tensor,
     TensorMeta,
@@ -45,6 +46,9 @@ def _matmul_kernel(x, y, transpose_x=False, transpose_y=False):
         x = np.swapaxes(x, -1, -2)
     if transpose_y and y.ndim >= 2:
         y = np.swapaxes(y, -1, -2)
+    if small_product(x, y):  # see oar._core.threads: a threaded small product leaves BLAS spinning
+        with one_blas_thread():
+            return np.asarray(np.matmul(x, y))
     return np.asarray(np.matmul(x, y))
 
 

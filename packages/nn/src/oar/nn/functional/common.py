@@ -20,6 +20,7 @@ import numpy as np
 import oar
 from oar._core import dtypes as _dt
 from oar._core.op import AMP_LOW_PRECISION, Op, TensorMeta
+from oar._core.threads import one_blas_thread, small_product
 from oar._ops._common import Tensor, as_tensor, dispatch, fmt_shape, normalize_axis
 from oar._ops.indexing import IndexOutOfRangeError, one_hot
 from oar._ops.linalg import PRODUCT_DTYPES, matmul_op, matmul_shape
@@ -35,7 +36,11 @@ FLOATS = (_dt.float32, _dt.float64)  # float16 and bfloat16 compute in float32
 # linear, bilinear
 # ------------------------------------------------------------------------------------------
 def _linear_kernel(x, w, b):
-    out = np.matmul(x, w)
+    if small_product(x, w):  # see oar._core.threads: a threaded small product leaves BLAS spinning
+        with one_blas_thread():
+            out = np.matmul(x, w)
+    else:
+        out = np.matmul(x, w)
     out += b  # into the GEMM's fresh result: no second output array, no extra pass over memory
     return out
 
