@@ -4,6 +4,7 @@
     python bench/static_infer.py --level 1 --repeats 41
     OAR_DISABLE_PLUGINS=numba python bench/static_infer.py
     python bench/static_infer.py --profile graph --batch 64    # cProfile of one path instead
+    python bench/static_infer.py --threads 2 --wall            # 2 threads: wall time (CPU time adds threads up)
 
 Each repeat times one call of every path back to back (A, B, A, B, ...), in CPU time
 (``time.process_time``: another process on the same cores shows up much less than in wall time),
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 import pin_threads
 
-pin_threads.from_argv(["--threads", "1"])  # before numpy loads; this script measures 1 thread
+THREADS = pin_threads.from_argv() or pin_threads.from_argv(["--threads", "1"])  # before numpy loads
 
 import argparse  # noqa: E402
 import statistics  # noqa: E402
@@ -56,17 +57,17 @@ def paths(batch: int, level: int):
     return {"eager": eager, "graph": graph}, static
 
 
-def measure(fns: dict, repeats: int, calls: int) -> dict:
+def measure(fns: dict, repeats: int, calls: int, clock=time.process_time) -> dict:
     for fn in fns.values():  # warm-up: kernels compiled, caches and buffers in place
         for _ in range(3):
             fn()
     times = {name: [] for name in fns}
     for _ in range(repeats):
         for name, fn in fns.items():
-            start = time.process_time()
+            start = clock()
             for _ in range(calls):
                 fn()
-            times[name].append((time.process_time() - start) / calls)
+            times[name].append((clock() - start) / calls)
     return {name: statistics.median(t) for name, t in times.items()}
 
 
@@ -77,12 +78,14 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=31)
     parser.add_argument("--profile", choices=("eager", "graph"), help="cProfile this path instead of timing")
     parser.add_argument("--show-program", action="store_true", help="print the optimized program")
+    parser.add_argument("--threads", type=int, default=1, help="oar.set_num_threads (read before numpy loads)")
+    parser.add_argument("--wall", action="store_true", help="wall time instead of CPU time (for --threads > 1)")
     args = parser.parse_args()
-    oar.set_num_threads(1)
+    oar.set_num_threads(THREADS)
     from oar.plugins import registries
 
     kernel = registries().kernels.lookup("conv", "cpu", oar.float32)
-    print(f"conv kernel from {kernel.source}; level {args.level}; 1 thread; CPU-time medians of {args.repeats}")
+    print(f"conv kernel from {kernel.source}; level {args.level}; {THREADS} thread(s); {'wall' if args.wall else 'CPU'}-time medians of {args.repeats}")
     for batch in args.batch:
         fns, static = paths(batch, args.level)
         if args.show_program:
@@ -102,7 +105,7 @@ def main() -> None:
             pstats.Stats(profiler).sort_stats("tottime").print_stats(18)
             continue
         calls = max(1, 200 // batch)
-        t = measure(fns, args.repeats, calls)
+        t = measure(fns, args.repeats, calls, time.perf_counter if args.wall else time.process_time)
         print(f"b{batch}: eager {t['eager'] * 1e3:.3f} ms, graph {t['graph'] * 1e3:.3f} ms, "
               f"graph is {t['eager'] / t['graph']:.2f}x faster")
 

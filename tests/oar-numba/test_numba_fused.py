@@ -4,6 +4,7 @@ generated chain source holds no attribute value, and a to_static LeNet runs them
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 import pytest
 from oar_numba import KERNELS, _fused
@@ -76,6 +77,25 @@ def test_wide_conv_runs_in_chunks(monkeypatch):
              "act_attrs": {}, "max_pool": 2}
     np.testing.assert_allclose(KERNELS["fused_conv2d"](x, w, b, **attrs), reference("fused_conv2d")(x, w, b, **attrs),
                                rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("chunk", [None, 1])
+def test_wide_conv_split_over_threads_matches_the_reference(monkeypatch, chunk):
+    """With 2 threads a large batch is split in halves, each on its own thread (and in chunks)."""
+    monkeypatch.setattr(_fused, "SPLIT_MIN", 1)
+    if chunk is not None:
+        monkeypatch.setattr(_fused, "WIDE_CHUNK_BYTES", chunk)
+    rng = np.random.default_rng(5)
+    x, w, b = rng.standard_normal((7, 6, 10, 10)), rng.standard_normal((4, 6, 5, 5)), rng.standard_normal(4)
+    attrs = {"stride": [1, 1], "padding": [0, 0, 0, 0], "dilation": [1, 1], "groups": 1, "act": "relu",
+             "act_attrs": {}, "max_pool": 2}
+    before = numba.get_num_threads()
+    oar.set_num_threads(2)
+    try:
+        got = KERNELS["fused_conv2d"](x, w, b, **attrs)
+    finally:
+        oar.set_num_threads(before)
+    np.testing.assert_allclose(got, reference("fused_conv2d")(x, w, b, **attrs), rtol=1e-10, atol=1e-12)
 
 
 @pytest.fixture

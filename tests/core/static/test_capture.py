@@ -507,25 +507,3 @@ def test_the_last_hit_is_reused_only_for_calls_its_guards_match():
         assert len(calls) == captures + 3 and len(f.program_cache) == 4
     f.clear_cache()
     assert f._fast is None
-
-
-def test_the_hot_path_sees_a_change_of_layer_mode_and_enable_to_static():
-    nn = pytest.importorskip("oar.nn")
-
-    layer = nn.Sequential(nn.Linear(3, 3), nn.Dropout(0.5))
-    static = to_static(layer)
-    x = oar.ones([2, 3])
-    layer.eval()
-    with oar.no_grad():
-        expected = static(x).numpy()
-        static(x)
-        layer[1].train()  # a sublayer's mode alone: dropout zeroes some of the outputs now
-        trained = [static(x).numpy() for _ in range(8)]
-        assert any((t == 0).any() for t in trained)
-        layer[1].eval()
-        np.testing.assert_allclose(static(x).numpy(), expected)
-        oar.jit.enable_to_static(False)
-        try:
-            np.testing.assert_allclose(static(x).numpy(), expected)
-        finally:
-            oar.jit.enable_to_static(True)

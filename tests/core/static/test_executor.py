@@ -212,3 +212,14 @@ def test_run_arrays_gives_the_outputs_arrays_and_copies_what_runs_share():
         np.testing.assert_allclose(a, e, rtol=1e-6)
     got[2][0] = 99.0  # the caller's copy: the program's constant stays
     np.testing.assert_allclose(executor.run_arrays([x.numpy()])[2], [5.0, 6.0])
+
+
+@pytest.mark.parametrize("batch", [0, 1, 3])
+def test_flatten_of_all_but_the_batch_runs_as_a_reshape_at_any_batch(batch):
+    f = to_static(lambda x: oar.flatten(x * 2.0, start_axis=1, stop_axis=-1),
+                  input_spec=[oar.static.InputSpec([None, 2, 3], "float32")])
+    x = np.arange(batch * 6, dtype=np.float32).reshape(batch, 2, 3)
+    executor = Executor(f.get_concrete_program(oar.to_tensor(x)))
+    got = executor.run([oar.to_tensor(x)])
+    np.testing.assert_array_equal(got.numpy(), (x * 2.0).reshape(batch, 6))
+    assert [step[0].__name__ for step in executor._steps][-1] == "flatten"  # the bound reshape, not the op's kernel

@@ -213,3 +213,23 @@ def test_a_deep_copy_of_a_static_layer_is_independent():
         twin.set_state_dict(trained_cnn(6).state_dict())
         np.testing.assert_allclose(model(x).numpy(), model.forward.dygraph_function(model, x).numpy(),
                                    rtol=2e-5, atol=2e-6)
+
+
+def test_the_hot_path_sees_a_change_of_layer_mode_and_enable_to_static():
+    layer = nn.Sequential(nn.Linear(3, 3), nn.Dropout(0.5))
+    static = to_static(layer)
+    x = oar.ones([2, 3])
+    layer.eval()
+    with oar.no_grad():
+        expected = static(x).numpy()
+        static(x)
+        layer[1].train()  # a sublayer's mode alone: dropout zeroes some of the outputs now
+        trained = [static(x).numpy() for _ in range(8)]
+        assert any((t == 0).any() for t in trained)
+        layer[1].eval()
+        np.testing.assert_allclose(static(x).numpy(), expected)
+        oar.jit.enable_to_static(False)
+        try:
+            np.testing.assert_allclose(static(x).numpy(), expected)
+        finally:
+            oar.jit.enable_to_static(True)

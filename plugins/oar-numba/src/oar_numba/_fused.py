@@ -29,6 +29,9 @@
 from __future__ import annotations
 
 import math
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import numba
 import numpy as np
@@ -37,7 +40,7 @@ from numba import prange
 from oar._core.fusion import cached_for, check_dtypes, evaluate_chain
 from oar.nn.functional import fused as _ref
 from oar.nn.functional import pooling as _pool
-from oar_numba._jit import SERIAL_BELOW, ParallelKernel, parallel, scratch, serial
+from oar_numba._jit import SERIAL_BELOW, ParallelKernel, _blas_libraries, parallel, scratch, serial
 
 
 # -- max_pool_infer -------------------------------------------------------------------------------
@@ -245,26 +248,52 @@ def _direct_shape(x, w, stride, padding, dilation, groups) -> bool:
             and min(padding) >= 0 and x.size > 0 and w.size > 0 and x.dtype == w.dtype)
 
 
+_plans: dict = {}  # (shapes, dtype, attributes) -> how fused_conv2d runs them
+
+
+def _plan(x, w, stride, padding, dilation, groups, max_pool):
+    """("direct" | "wide", output shape, top, left, pool, oh), or None for the general path."""
+    if not _direct_shape(x, w, stride, padding, dilation, groups):
+        return None
+    oh = x.shape[2] + padding[0] + padding[1] - w.shape[2] + 1
+    ow = x.shape[3] + padding[2] + padding[3] - w.shape[3] + 1
+    pool = int(max_pool or 0)
+    shape = (x.shape[0], w.shape[0], *((oh // pool, ow // pool) if pool else (oh, ow)))
+    if w.shape[1] * w.shape[2] * w.shape[3] <= DIRECT_MAX_TAPS:
+        return "direct", shape, padding[0], padding[2], pool, oh
+    if not any(padding):
+        return "wide", shape, 0, 0, pool, oh
+    return None
+
+
 def fused_conv2d(x, w, b=None, stride=(1, 1), padding=(0, 0, 0, 0), dilation=(1, 1), groups=1, act=None,
                  act_attrs=None, max_pool=None):
     if b is None or act not in (None, "relu"):
         return _ref._fused_conv2d_kernel(x, w, b, stride, padding, dilation, groups, act, act_attrs, max_pool)
-    bias = np.ascontiguousarray(b, dtype=x.dtype).reshape(-1)
+    # What the shapes and attributes decide is looked up, not recomputed: at batch 1 the checks
+    # and conversions here cost about half as much as the convolution (LeNet's second: 6 of 16 us).
+    key = (x.shape, w.shape, x.dtype, w.dtype, *stride, *padding, *dilation, groups, max_pool)
+    plan = _plans.get(key, False)
+    if plan is False:
+        if len(_plans) > 256:  # shapes come and go (a varying batch): keep the table small
+            _plans.clear()
+        plan = _plans[key] = _plan(x, w, stride, padding, dilation, groups, max_pool)
+    bias = b if b.ndim == 1 and b.dtype == x.dtype and b.flags.c_contiguous else \
+        np.ascontiguousarray(b, dtype=x.dtype).reshape(-1)
     relu = act == "relu"
-    if _direct_shape(x, w, stride, padding, dilation, groups):
-        oh = x.shape[2] + padding[0] + padding[1] - w.shape[2] + 1
-        ow = x.shape[3] + padding[2] + padding[3] - w.shape[3] + 1
-        pool = int(max_pool or 0)
-        out = np.empty((x.shape[0], w.shape[0], *((oh // pool, ow // pool) if pool else (oh, ow))), x.dtype)
-        x = np.ascontiguousarray(x)
-        w = np.ascontiguousarray(w)
-        taps = w.shape[1] * w.shape[2] * w.shape[3]
-        if taps <= DIRECT_MAX_TAPS:
-            _direct_conv(max(x.size * 2, out.size), x, w, bias, padding[0], padding[2], relu, pool, out)
-            return out
-        if not any(padding):
+    if plan is not None:
+        kind, shape, top, left, pool, oh = plan
+        out = np.empty(shape, x.dtype)
+        if not x.flags.c_contiguous:
+            x = np.ascontiguousarray(x)
+        if not w.flags.c_contiguous:
+            w = np.ascontiguousarray(w)
+        if kind == "direct":
+            kernel = _direct_conv.serial if max(x.size * 2, out.size) < SERIAL_BELOW else _direct_conv.parallel
+            kernel(x, w, bias, top, left, relu, pool, out)
+        else:
             _wide_conv(x, w, bias, relu, pool, oh, out)
-            return out
+        return out
     y = _ref._kernel(_ref.conv_op, x.dtype)(x, w, stride=stride, padding=padding, dilation=dilation, groups=groups)
     if not (y.flags.c_contiguous and y.flags.writeable):
         y = np.ascontiguousarray(y)
@@ -278,15 +307,96 @@ def _wide_conv(x, w, bias, relu, pool, oh, out) -> None:
     span = (oh - 1) * width + (width - w.shape[3] + 1)  # from the first output to the last, at width W
     step = max(1, WIDE_CHUNK_BYTES // (taps * span * x.itemsize))
     weights = w.reshape(o, taps)
-    rows = min(n, step)
-    buffer = scratch("wide_conv", rows * (taps + o) * span, x.dtype)  # the patches, then the products
-    for start in range(0, n, step):
-        stop = min(n, start + step)
-        c = buffer[:(stop - start) * taps * span].reshape(stop - start, taps, span)
-        a = buffer[rows * taps * span:rows * taps * span + (stop - start) * o * span].reshape(stop - start, o, span)
-        _wide_patches(c.size, x[start:stop], w.shape[2], w.shape[3], span, c)
-        np.matmul(weights, c, out=a)  # per sample [O, taps] @ [taps, span], BLAS
-        _wide_epilogue(a.size, a, width, bias, relu, pool, out[start:stop])
+
+    def work(first: int, last: int, threaded: bool) -> None:
+        rows = min(last - first, step)
+        buffer = scratch("wide_conv", rows * (taps + o) * span, x.dtype)  # per thread: the patches, then the products
+        for start in range(first, last, step):
+            stop = min(last, start + step)
+            c = buffer[:(stop - start) * taps * span].reshape(stop - start, taps, span)
+            a = buffer[rows * taps * span:rows * taps * span + (stop - start) * o * span].reshape(stop - start, o, span)
+            # a part of a split runs the serial kernels (its thread is the parallelism), as small calls do
+            if threaded or c.size < SERIAL_BELOW:
+                patches, epilogue = _wide_patches.serial, _wide_epilogue.serial
+            else:
+                patches, epilogue = _wide_patches.parallel, _wide_epilogue.parallel
+            patches(x[start:stop], w.shape[2], w.shape[3], span, c)
+            # Per sample [O, taps] @ [taps, span], BLAS. One GEMM of all the chunk's samples side
+            # by side (N = samples * span) measured slower: OpenBLAS's packing of the wider B.
+            np.matmul(weights, c, out=a)
+            epilogue(a, width, bias, relu, pool, out[start:stop])
+
+    if n * taps * span >= SPLIT_MIN:
+        split_batch(work, n, n * taps * span)
+    elif n <= step:  # batch 1: one chunk, this thread, buffers and their views made once
+        c, a = _small_buffers(n, taps, o, span, x.dtype)
+        _wide_patches.serial(x, w.shape[2], w.shape[3], span, c)
+        np.matmul(weights, c, out=a)
+        _wide_epilogue.serial(a, width, bias, relu, pool, out)
+    else:
+        work(0, n, False)
+
+
+_small = threading.local()
+
+
+def _small_buffers(n, taps, o, span, dtype):
+    """Per thread, the patches [n, taps, span] and products [n, o, span] of one small call's shape:
+    slicing and reshaping a scratch buffer on every call cost more than the patches' copy."""
+    cache = _small.__dict__.setdefault("buffers", {})
+    key = (n, taps, o, span, dtype)
+    found = cache.get(key)
+    if found is None:
+        if len(cache) > 32:  # shapes come and go (a varying batch): keep the set small
+            cache.clear()
+        found = cache[key] = (np.empty((n, taps, span), dtype), np.empty((n, o, span), dtype))
+    return found
+
+
+# -- splitting a batch over threads ---------------------------------------------------------------
+# The wide convolution's per-sample GEMMs are small (LeNet's: [16, 150] @ [150, 136]), BLAS's
+# threads gain little on them, and each chunk's patch copy and epilogue fork and join numba's
+# pool around them; the 2-thread suite ran this conv no faster than 1 thread. So with more
+# threads the batch is split instead: k contiguous parts, each on its own thread with the serial
+# kernels and BLAS pinned to one thread (as _jit.split_samples does for training). Handing a
+# part to another thread costs tens of microseconds; below SPLIT_MIN elements of patches the
+# calling thread does it all (batch 1 never wakes a thread).
+SPLIT_MIN = 1 << 18
+_threads: ThreadPoolExecutor | None = None
+
+
+def split_batch(work, n: int, size: int) -> None:
+    """``work(start, stop, threaded)`` over ``[0, n)``: in one call, or in ``numba.get_num_threads()``
+    parts on as many threads when ``size`` (elements the work touches) is at least SPLIT_MIN.
+    The parts must write disjoint outputs."""
+    global _threads
+    threads = min(numba.get_num_threads(), n) if size >= SPLIT_MIN else 1
+    libraries = _blas_libraries() if threads > 1 else []
+    if threads <= 1 or not libraries:  # without threadpoolctl BLAS could not be pinned
+        work(0, n, False)
+        return
+    if _threads is None:
+        _threads = ThreadPoolExecutor(numba.config.NUMBA_NUM_THREADS - 1, thread_name_prefix="oar-numba-fused")
+    bounds = [n * k // threads for k in range(threads + 1)]
+    saved = [lib.get_num_threads() for lib in libraries]
+    for lib in libraries:
+        lib.set_num_threads(1)
+    try:
+        futures = [_threads.submit(work, bounds[k], bounds[k + 1], True) for k in range(1, threads)]
+        work(bounds[0], bounds[1], True)
+        for future in futures:
+            future.result()
+    finally:
+        for lib, count in zip(libraries, saved):
+            lib.set_num_threads(count)
+
+
+def _forget_pool() -> None:
+    global _threads
+    _threads = None  # a forked child has none of its parent's threads
+
+
+os.register_at_fork(after_in_child=_forget_pool)
 
 
 # -- fused_elementwise ----------------------------------------------------------------------------

@@ -31,27 +31,27 @@ from oar._core.tensor import Tensor
 from oar.errors import GradientError
 
 
+def resized_dynamic_dims(t: Tensor, shape) -> Tensor:
+    """``t`` with every dim that ``shape`` marks dynamic (None) at another size (rows repeated or
+    dropped): tracing again with it tells whether a program depends on those sizes."""
+    a = np.asarray(_dispatch.BACKENDS.get(t._backend).to_numpy(t._data))
+    for axis, d in enumerate(shape):
+        if d is None:
+            n = a.shape[axis]
+            m = 3 if n == 2 else 2
+            a = np.take(a, np.arange(m) % n, axis=axis) if n else np.zeros(
+                a.shape[:axis] + (m,) + a.shape[axis + 1:], a.dtype)
+    other = Tensor._wrap(np.ascontiguousarray(a), "cpu", t.stop_gradient, None, 0, None)._to_backend(t._backend)
+    other.stop_gradient = t.stop_gradient
+    return other
+
+
 def _other_sizes(program: Program, feeds) -> list | None:
-    """Feeds whose dynamic dims have another size (rows repeated or dropped), or None when the
-    program has no dynamic dim."""
-    other, changed = [], False
-    for vid, t in zip(program.feeds, feeds):
-        shape = program.values[vid].shape
-        if None not in shape:
-            other.append(t)
-            continue
-        a = np.asarray(_dispatch.BACKENDS.get(t._backend).to_numpy(t._data))
-        for axis, d in enumerate(shape):
-            if d is None:
-                n = a.shape[axis]
-                m = 3 if n == 2 else 2
-                a = np.take(a, np.arange(m) % n, axis=axis) if n else np.zeros(
-                    a.shape[:axis] + (m,) + a.shape[axis + 1:], a.dtype)
-        u = Tensor._wrap(np.ascontiguousarray(a), "cpu", t.stop_gradient, None, 0, None)._to_backend(t._backend)
-        u.stop_gradient = t.stop_gradient
-        other.append(u)
-        changed = True
-    return other if changed else None
+    """Feeds whose dynamic dims have another size, or None when the program has no dynamic dim."""
+    shapes = [program.values[vid].shape for vid in program.feeds]
+    if not any(None in shape for shape in shapes):
+        return None
+    return [resized_dynamic_dims(t, shape) if None in shape else t for t, shape in zip(feeds, shapes)]
 
 
 def _version(t: Tensor) -> int:
