@@ -29,9 +29,7 @@
 from __future__ import annotations
 
 import math
-import os
 import threading
-from concurrent.futures import ThreadPoolExecutor
 
 import numba
 import numpy as np
@@ -40,7 +38,7 @@ from numba import prange
 from oar._core.fusion import cached_for, check_dtypes, evaluate_chain
 from oar.nn.functional import fused as _ref
 from oar.nn.functional import pooling as _pool
-from oar_numba._jit import SERIAL_BELOW, ParallelKernel, _blas_libraries, parallel, scratch, serial
+from oar_numba._jit import SERIAL_BELOW, ParallelKernel, parallel, scratch, serial, split_samples
 
 
 # -- max_pool_infer -------------------------------------------------------------------------------
@@ -327,7 +325,9 @@ def _wide_conv(x, w, bias, relu, pool, oh, out) -> None:
             epilogue(a, width, bias, relu, pool, out[start:stop])
 
     if n * taps * span >= SPLIT_MIN:
-        split_batch(work, n, n * taps * span)
+        # each part runs with numba at one thread (split_samples): its serial kernels, then
+        split_samples(lambda first, last: work(first, last, numba.get_num_threads() == 1), n, n * taps * span,
+                      min_size=SPLIT_MIN)
     elif n <= step:  # batch 1: one chunk, this thread, buffers and their views made once
         c, a = _small_buffers(n, taps, o, span, x.dtype)
         _wide_patches.serial(x, w.shape[2], w.shape[3], span, c)
@@ -358,45 +358,10 @@ def _small_buffers(n, taps, o, span, dtype):
 # threads gain little on them, and each chunk's patch copy and epilogue fork and join numba's
 # pool around them; the 2-thread suite ran this conv no faster than 1 thread. So with more
 # threads the batch is split instead: k contiguous parts, each on its own thread with the serial
-# kernels and BLAS pinned to one thread (as _jit.split_samples does for training). Handing a
-# part to another thread costs tens of microseconds; below SPLIT_MIN elements of patches the
-# calling thread does it all (batch 1 never wakes a thread).
+# kernels and BLAS pinned to one thread (_jit.split_samples, which training's convs use with a
+# higher bound). Handing a part to another thread costs tens of microseconds; below SPLIT_MIN
+# elements of patches the calling thread does it all (batch 1 never wakes a thread).
 SPLIT_MIN = 1 << 18
-_threads: ThreadPoolExecutor | None = None
-
-
-def split_batch(work, n: int, size: int) -> None:
-    """``work(start, stop, threaded)`` over ``[0, n)``: in one call, or in ``numba.get_num_threads()``
-    parts on as many threads when ``size`` (elements the work touches) is at least SPLIT_MIN.
-    The parts must write disjoint outputs."""
-    global _threads
-    threads = min(numba.get_num_threads(), n) if size >= SPLIT_MIN else 1
-    libraries = _blas_libraries() if threads > 1 else []
-    if threads <= 1 or not libraries:  # without threadpoolctl BLAS could not be pinned
-        work(0, n, False)
-        return
-    if _threads is None:
-        _threads = ThreadPoolExecutor(numba.config.NUMBA_NUM_THREADS - 1, thread_name_prefix="oar-numba-fused")
-    bounds = [n * k // threads for k in range(threads + 1)]
-    saved = [lib.get_num_threads() for lib in libraries]
-    for lib in libraries:
-        lib.set_num_threads(1)
-    try:
-        futures = [_threads.submit(work, bounds[k], bounds[k + 1], True) for k in range(1, threads)]
-        work(bounds[0], bounds[1], True)
-        for future in futures:
-            future.result()
-    finally:
-        for lib, count in zip(libraries, saved):
-            lib.set_num_threads(count)
-
-
-def _forget_pool() -> None:
-    global _threads
-    _threads = None  # a forked child has none of its parent's threads
-
-
-os.register_at_fork(after_in_child=_forget_pool)
 
 
 # -- fused_elementwise ----------------------------------------------------------------------------

@@ -121,14 +121,14 @@ def _on_one_thread(work, start: int, stop: int) -> None:
         numba.set_num_threads(threads)
 
 
-def split_samples(work, n: int, size: int) -> None:
+def split_samples(work, n: int, size: int, min_size: int | None = None) -> None:
     """Run ``work(start, stop)`` over ``[0, n)``: in one call, or, with ``oar.set_num_threads(k > 1)``,
     threadpoolctl to pin BLAS and ``size`` (the elements the work touches) at least
-    ``SPLIT_BELOW``, in k contiguous parts on k threads (the calling one included), each running
+    ``min_size`` (default ``SPLIT_BELOW``), in k contiguous parts on k threads (the calling one included), each running
     BLAS and numba on its own thread. ``work`` must write disjoint outputs per part (or keep
     per-part sums)."""
     global _split_pool
-    threads = min(numba.get_num_threads(), n) if size >= SPLIT_BELOW else 1
+    threads = min(numba.get_num_threads(), n) if size >= (SPLIT_BELOW if min_size is None else min_size) else 1
     libraries = _blas_libraries() if threads > 1 else []
     if threads <= 1 or not libraries:
         work(0, n)
