@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import shutil
 from pathlib import Path
 
 import oar
+from oar._core.serialization import atomic_file
 from oar.callbacks import Callback, TrainingCurves, VisualDL
 
 CHECKPOINTS = "checkpoints"
@@ -102,18 +102,10 @@ class RunCheckpoint(Callback):
 
 
 def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file, fsync and rename: readers see the old
-    file or the new one, never half of one."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+    """Write ``text`` to ``path`` atomically (oar's own writer: fsync and rename): readers see the
+    old file or the new one, never half of one."""
+    with atomic_file(path, "w", encoding="utf-8") as f:
+        f.write(text)
 
 
 class ContinuedRun(Callback):

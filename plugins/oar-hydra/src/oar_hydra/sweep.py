@@ -5,13 +5,14 @@ final metrics and, when the sweep ends, prints one row per job and writes ``summ
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 from hydra.core.utils import JobReturn, JobStatus
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
+
+from oar_hydra.callbacks import write_atomic
 
 COLUMNS = ("test_accuracy", "test_loss", "train_loss", "epochs")
 
@@ -47,8 +48,8 @@ class MultirunSummary(Callback):
         shown = [{**r, "overrides": " ".join(o for o in r["overrides"].split() if o not in common)} for r in self.rows]
         table = format_table(shown)
         print(f"\noar-run: {len(self.rows)} runs in {sweep_dir}\n{table}", flush=True)
-        _write_atomic(sweep_dir / "summary.md", table + "\n")
-        _write_atomic(sweep_dir / "summary.json", json.dumps(self.rows, indent=2, default=str) + "\n")
+        write_atomic(sweep_dir / "summary.md", table + "\n")
+        write_atomic(sweep_dir / "summary.json", json.dumps(self.rows, indent=2, default=str) + "\n")
 
 
 def _cell(value: Any) -> str:
@@ -73,7 +74,3 @@ def format_table(rows: list[dict[str, Any]]) -> str:
     return "\n".join("| " + " | ".join(c.ljust(w) for c, w in zip(line, widths)) + " |" for line in lines)
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)

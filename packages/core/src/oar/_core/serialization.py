@@ -27,6 +27,7 @@ through the safetensors library, which validates the layout; it is imported on f
 from __future__ import annotations
 
 import collections
+import contextlib
 import os
 
 import numpy as np
@@ -197,23 +198,31 @@ def _fsync_directory(directory: str) -> None:
         os.close(fd)
 
 
-def _write_atomic(path: str, arrays: dict, metadata: dict) -> None:
+@contextlib.contextmanager
+def atomic_file(path, mode: str = "wb", **open_kwargs):
+    """``with atomic_file(path, "w", encoding="utf-8") as f:`` writes a temporary file beside
+    ``path`` that, when the block ends without an error, is fsynced and renamed onto ``path``:
+    readers (and a crash at any moment) see the old file or the new one, never half of one. On an
+    error the temporary file is removed and ``path`` is untouched."""
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
     tmp = os.path.join(directory, f".{os.path.basename(path)}.{os.getpid()}-{os.urandom(4).hex()}.tmp")
     try:
-        with open(tmp, "xb") as f:
-            _write_safetensors(f, arrays, metadata)
+        with open(tmp, mode.replace("w", "x"), **open_kwargs) as f:
+            yield f
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(tmp)
-        except OSError:
-            pass
         raise
     _fsync_directory(directory)
+
+
+def _write_atomic(path: str, arrays: dict, metadata: dict) -> None:
+    with atomic_file(path) as f:
+        _write_safetensors(f, arrays, metadata)
 
 
 def save(obj, path, protocol: int = 4, **configs) -> None:

@@ -20,6 +20,7 @@ import os
 import numpy as np
 
 from oar._core.program import Program, check_ops_registered, iter_refs
+from oar._core.serialization import atomic_file
 from oar._core.tensor import Tensor
 from oar.errors import ArgumentError, SerializationError
 
@@ -76,21 +77,8 @@ def _static_function(layer_or_fn, input_spec):
 
 
 def _write_json_atomic(path: str, data: dict) -> None:
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    tmp = os.path.join(directory, f".{os.path.basename(path)}.{os.getpid()}-{os.urandom(4).hex()}.tmp")
-    try:
-        with open(tmp, "x", encoding="utf-8") as f:
-            json.dump(data, f, separators=(",", ":"), allow_nan=False)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    with atomic_file(path, "w", encoding="utf-8") as f:
+        json.dump(data, f, separators=(",", ":"), allow_nan=False)
 
 
 def save(layer, path: str, input_spec=None, **configs) -> None:
