@@ -161,7 +161,7 @@ class _Scope:
         for t in tensors.values():
             data = t._data
             writeable = type(data) is np.ndarray and data.flags.writeable
-            self.kept.append((t, data, t._vc[0] if t._vc is not None else 0, t._node, t._out_index,
+            self.kept.append((t, data, t._vc, t._vc[0] if t._vc is not None else 0, t._node, t._out_index,
                               t.stop_gradient, writeable))
             if self.shadow and writeable:
                 data.flags.writeable = False
@@ -207,14 +207,16 @@ class _Scope:
                 t._data = np.array(program.constant_value(entry[1]), copy=True)
                 if t._vc is not None:
                     t._vc[0] = entry[2]
-        for t, data, version, node, index, stop, writeable in self.kept:
+        for t, data, vc, version, node, index, stop, writeable in self.kept:
             now = t._vc[0] if t._vc is not None else 0
             if t._data is not data or now != version:
                 written = True
                 if self.shadow:
-                    t._data = data
-                    if t._vc is not None:
-                        t._vc[0] = version
+                    # Its counter too: a write that gave t a new buffer gave it a counter of its own,
+                    # and the old buffer's counter is shared with t's views.
+                    t._data, t._vc = data, vc
+                    if vc is not None:
+                        vc[0] = version
                     t._node, t._out_index, t.stop_gradient = node, index, stop
             if self.shadow and writeable:
                 data.flags.writeable = True

@@ -206,13 +206,44 @@ class EagerMode(Mode):
         if type(out) is tuple:
             out = tuple(o if type(o) is np.ndarray else np.asarray(o) for o in out)
             if not record:
-                return tuple(_wrap(o, backend, True, None, 0, None) for o in out)
-            return _record(op, attrs, inputs, out, backend)
+                result = tuple(_wrap(o, backend, True, None, 0, None) for o in out)
+            else:
+                result = _record(op, attrs, inputs, out, backend)
+            if op.view:
+                _share_versions(inputs, result)
+            return result
         if type(out) is not np.ndarray and backend == "cpu":
             out = np.asarray(out)
         if not record:
-            return _wrap(out, backend, True, None, 0, None)
-        return _record(op, attrs, inputs, (out,), backend)[0]
+            result = _wrap(out, backend, True, None, 0, None)
+        else:
+            result = _record(op, attrs, inputs, (out,), backend)[0]
+        if op.view:
+            _share_versions(inputs, (result,))
+        return result
+
+
+def _share_versions(inputs, outputs) -> None:
+    """Give each output that aliases an input's memory that input's version counter.
+
+    An in-place op on a tensor that owns its buffer writes into it, so it changes every view of
+    that buffer too; with one counter, a backward that saved the view (or the base) sees the
+    change and raises instead of computing a wrong gradient (``detach()`` shares it the same
+    way). Only ops with the ``view`` trait can alias, so other ops pay nothing for this.
+
+    A recorded output keeps its node's own counter in the node: view ops' gradient rules read
+    their inputs and shapes, never their outputs.
+    """
+    for o in outputs:
+        data = o._data
+        for t in inputs:
+            if data is t._data or (type(data) is np.ndarray and type(t._data) is np.ndarray
+                                   and np.may_share_memory(data, t._data)):
+                vc = t._vc
+                if vc is None:
+                    vc = t._vc = [0]
+                o._vc = vc
+                break
 
 
 def _record(op, attrs, inputs, outs, backend):

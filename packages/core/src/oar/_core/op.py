@@ -82,7 +82,7 @@ class Op:
 
     __slots__ = (
         "name", "reference", "meta", "grad", "traits", "amp", "float_only", "promote", "dtypes",
-        "num_outputs", "nondiff_inputs", "_kernels", "__weakref__",
+        "num_outputs", "nondiff_inputs", "view", "_kernels", "__weakref__",
     )
 
     def __init__(
@@ -111,6 +111,7 @@ class Op:
         self.meta = meta
         self.grad = grad
         self.traits = traits
+        self.view = "view" in traits  # read on every eager call: a slot, not a set lookup
         self.amp = amp
         self.float_only = float_only
         self.promote = promote

@@ -351,6 +351,15 @@ class Tensor:
             self._vc = [0]
         self._vc[0] += 1
 
+    def _set_buffer(self, data) -> None:
+        """Hold ``data``, a new buffer, instead of the current one (an in-place change that cannot
+        write into the old buffer). Tensors that alias the old buffer (views, ``detach()``) keep
+        their values, so this tensor stops sharing their version counter; it keeps its version
+        number, which the caller then bumps."""
+        self._data = data
+        if self._vc is not None:
+            self._vc = [self._vc[0]]
+
     def set_value(self, value) -> Tensor:
         """Copy ``value`` (a numpy array or Tensor of the same shape and dtype) into this tensor,
         in place, as Paddle's ``Tensor.set_value``: the object, its gradient and the optimizer's
@@ -378,11 +387,11 @@ class Tensor:
         if type(data) is np.ndarray and data.flags.writeable and data.base is None:
             np.copyto(data, array)
         elif self._backend == "cpu":  # a read-only or borrowed buffer: the tensor gets its own
-            self._data = np.array(array)
+            self._set_buffer(np.array(array))
         else:
             from oar._core.dispatch import BACKENDS
 
-            self._data = BACKENDS.get(self._backend).from_numpy(np.array(array))
+            self._set_buffer(BACKENDS.get(self._backend).from_numpy(np.array(array)))
         self._bump_version()
         return self
 

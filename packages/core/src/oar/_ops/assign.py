@@ -58,8 +58,8 @@ def assign(x, output=None) -> Tensor:
         return result
     if not isinstance(output, Tensor):
         raise ArgumentError(f"assign: output must be a Tensor, got {type(output).__name__}")
+    output._set_buffer(result._data)  # tensors that shared output's old buffer keep it
     output._bump_version()  # nodes that saved output's old value must not read the new one
-    output._data = result._data
     if result._node is not None:
         output._node, output._out_index, output.stop_gradient = result._node, result._out_index, False
     elif output._node is not None:  # a non-leaf whose value is now a constant

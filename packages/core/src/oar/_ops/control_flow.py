@@ -28,7 +28,7 @@ from oar._core.op import Op, TensorMeta
 from oar._core.program import Program
 from oar.errors import ArgumentError, DTypeError, OarError, ShapeError
 
-TRAITS = {"random"}
+TRAITS = {"random", "view"}  # a block may draw; an output may be an input itself (a while of no iteration)
 
 
 def _block_executor(block: Program):

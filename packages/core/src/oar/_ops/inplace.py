@@ -8,8 +8,11 @@ then hands it to ``apply_inplace(x, result)``, which
 2. checks that the result fits ``x``: same shape, and a dtype ``x`` can hold without changing kind
    (an int tensor cannot take a float result);
 3. writes the result into ``x``'s buffer (or gives ``x`` a fresh buffer when its array is a
-   read-only or shared view), so tensors sharing the buffer (``x.detach()``) see the new values;
-4. bumps ``x``'s version counter, so a node that saved ``x`` and reads it in backward raises a
+   read-only or shared view), so tensors sharing the buffer (``x.detach()``, views of ``x``) see
+   the new values; a view of another tensor thus gets a buffer of its own, leaving that tensor as
+   it was;
+4. bumps ``x``'s version counter, which tensors sharing its buffer share (``x.detach()``, the
+   outputs of view ops), so a node that saved any of them and reads it in backward raises a
    ``GradientError`` instead of using the new values;
 5. with grad enabled, makes ``x`` the output of the result's tape node, so later ops and backward
    see the new value. Nodes recorded before keep their edge to ``x``'s old node (the autograd
@@ -92,11 +95,11 @@ def _write(x: Tensor, result: Tensor) -> None:
             and data.base is None):
         np.copyto(data, new)
         return
-    # A read-only or borrowed array (a broadcast or reshape view may share another tensor's
-    # memory, whose version would not change): x gets a buffer of its own instead.
+    # A read-only or borrowed array (a broadcast or reshape view shares another tensor's
+    # memory, which must not change): x gets a buffer of its own instead.
     if result._node is not None or getattr(new, "base", None) is not None:
         new = _copy(new, x._backend)  # the node keeps its own output buffer
-    x._data = new
+    x._set_buffer(new)
 
 
 def _copy(data, backend: str):

@@ -334,6 +334,7 @@ def _einsum_meta(*operands: TensorMeta, equation) -> TensorMeta:
 einsum_op = Op(
     "einsum", reference=_einsum_kernel, meta=_einsum_meta, amp=AMP_LOW_PRECISION, promote=True,
     dtypes=PRODUCT_DTYPES, num_outputs=1,
+    traits=("view",),  # numpy returns a view for one operand and no sum ("ij->ji", "ii->i")
 )
 
 
