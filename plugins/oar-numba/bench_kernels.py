@@ -94,6 +94,10 @@ def cases() -> list[Case]:
         Case("relu", "encoder ffn [8, 128, 1024]", (ffn,), {}),
         Case("relu_grad", "encoder ffn [8, 128, 1024]", (ffn, rand(8, 128, 1024)), {}),
         Case("gelu", "encoder ffn [8, 128, 1024]", (ffn,), {"approximate": False}),
+        # a row of x: batch-1 inference (LeNet's classifier) and W1's Linear(4, 4)
+        Case("linear", "LeNet fc1 x[1, 400] w[400, 120]", (rand(1, 400), rand(400, 120), rand(120)), {}),
+        Case("linear", "LeNet fc3 x[1, 84] w[84, 10]", (rand(1, 84), rand(84, 10), rand(10)), {}),
+        Case("linear", "W1 x[1, 4] w[4, 4]", (rand(1, 4), rand(4, 4), rand(4)), {}),
         # the fused ops of inference programs (oar's fusion passes)
         Case("max_pool_infer", "LeNet [64, 6, 28, 28] 2x2", (lenet_act,), pool),
         Case("fused_conv2d", "LeNet conv1 + bias + relu x[64, 1, 28, 28]", (rand(64, 1, 28, 28), rand(6, 1, 3, 3),

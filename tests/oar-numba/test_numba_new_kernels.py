@@ -60,3 +60,29 @@ def test_cross_entropy_backward_with_a_label_out_of_range_gives_the_references_a
     g = np.ones((3, 1), np.float32)
     got = KERNELS["softmax_with_cross_entropy_grad"](prob, label, g, ignore_index=-100, axis=-1)
     np.testing.assert_array_equal(got, reference("softmax_with_cross_entropy_grad")(prob, label, g, -100, -1))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("rows, k, n", [(1, 400, 120), (2, 7, 3), (1, 3, 1), (3, 5, 4)])
+def test_linear_for_a_few_rows_matches_the_reference(dtype, rows, k, n):
+    """A row or two run the compiled loop (k not a multiple of its unroll of 4 included), more
+    rows BLAS; a transposed (non-contiguous) x and a float64 bias with float32 operands too."""
+    rng = np.random.default_rng(k)
+    x, w, b = (rng.standard_normal(s).astype(dtype) for s in ((rows, k), (k, n), (n,)))
+    tol = {"rtol": 1e-5, "atol": 1e-5} if dtype == "float32" else {"rtol": 1e-12, "atol": 1e-12}
+    np.testing.assert_allclose(KERNELS["linear"](x, w, b), reference("linear")(x, w, b), **tol)
+    xt = np.asfortranarray(x)
+    np.testing.assert_allclose(KERNELS["linear"](xt, w, b), reference("linear")(xt, w, b), **tol)
+    mixed = KERNELS["linear"](x, w, b.astype(np.float64))
+    assert mixed.dtype == reference("linear")(x, w, b.astype(np.float64)).dtype
+
+
+def test_linear_layer_at_batch_one_trains_as_with_the_reference():
+    """Through the public API: Linear at batch 1, forward and gradients against numpy."""
+    layer = oar.nn.Linear(5, 3)
+    x = oar.to_tensor(np.random.default_rng(0).standard_normal((1, 5)).astype(np.float32), stop_gradient=False)
+    y = layer(x)
+    np.testing.assert_allclose(y.numpy(), x.numpy() @ layer.weight.numpy() + layer.bias.numpy(), rtol=1e-5, atol=1e-6)
+    y.sum().backward()
+    np.testing.assert_allclose(layer.weight.grad.numpy(), np.repeat(x.numpy().T, 3, axis=1), rtol=1e-6)
+    np.testing.assert_allclose(x.grad.numpy(), layer.weight.numpy().sum(axis=1, keepdims=True).T, rtol=1e-5)

@@ -264,6 +264,27 @@ def test_max_pools_follow_the_references_on_nan_inf_and_padding_windows():
     np.testing.assert_array_equal(KERNELS["relu"](relu_input), reference("relu")(relu_input))
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("shape, ceil_mode", [((3, 4, 8, 10), False), ((2, 3, 9, 7), False), ((2, 3, 9, 7), True)])
+def test_2x2_max_pool_fast_path_picks_the_references_winner(dtype, shape, ceil_mode):
+    """Ties, NaN (the first wins) and -inf windows: the same values and the same argmax mask
+    (which max_pool_grad scatters through) as the reference; odd sizes leave the last row or
+    column out, or (ceil_mode) go through the general loop."""
+    rng = np.random.default_rng(3)
+    x = rng.integers(-2, 3, shape).astype(dtype)  # small integers: many ties
+    x[0, 0, 0, :4] = np.nan
+    x[0, 1, 2:4, 2:4] = -np.inf
+    x[1, 0, 1, 1] = np.nan
+    x[1, 1, 4, 4] = np.inf
+    attrs = {"kernel_size": [2, 2], "stride": [2, 2], "padding": [0, 0, 0, 0], "ceil_mode": ceil_mode}
+    (out, mask), (ref_out, ref_mask) = KERNELS["max_pool"](x, **attrs), reference("max_pool")(x, **attrs)
+    np.testing.assert_array_equal(out, ref_out)
+    np.testing.assert_array_equal(mask, ref_mask)
+    g = rng.standard_normal(out.shape).astype(dtype)
+    np.testing.assert_array_equal(KERNELS["max_pool_grad"](g, mask, list(shape[2:])),
+                                  reference("max_pool_grad")(g, ref_mask, list(shape[2:])))
+
+
 def test_bad_indices_get_the_references_answers():
     logits = np.zeros((2, 3), np.float32)
     with pytest.raises(ArgumentError, match="label value 3 is out of range"):

@@ -46,3 +46,38 @@ def test_conv_and_weight_grad_split_by_samples_match_the_reference(monkeypatch):
     assert sorted(parts) == [(0, 4), (0, 4), (4, 9), (4, 9)]  # 9 samples in two parts, per call
     np.testing.assert_allclose(y, reference._conv_kernel(x, w, *args, 1), rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(dw, reference._conv_weight_grad_kernel(x, g, (3, 3), *args, 1), rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("x_shape, w_shape", [((64, 6, 14, 14), (16, 6, 5, 5)),  # LeNet's second conv
+                                              ((5, 3, 9, 7), (4, 3, 2, 3)),  # uneven kernel
+                                              ((3, 2, 4, 6), (5, 2, 4, 1 + 2)),  # one output row
+                                              ((2, 1, 1, 8), (3, 1, 1, 3))])  # a 1-d conv as 2-d
+@pytest.mark.parametrize("threads", [1, 2])
+def test_wide_patch_convolutions_match_the_references(monkeypatch, dtype, x_shape, w_shape, threads):
+    """Stride 1 without padding runs on wide patches (see _conv): forward, weight gradient and
+    input gradient (the full transposed convolution) give the references' results, on one
+    thread and split over two."""
+    if threads > numba.config.NUMBA_NUM_THREADS:
+        pytest.skip("numba has one thread here")
+    monkeypatch.setattr(_jit, "SPLIT_BELOW", 1)  # split these small convolutions too
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal(x_shape).astype(dtype)
+    w = rng.standard_normal(w_shape).astype(dtype)
+    args = ((1, 1), (0, 0, 0, 0), (1, 1))
+    assert _conv._wide(x.ndim, w.shape[2:], args[0], args[1], args[2], 1)
+    before = numba.get_num_threads()
+    oar.set_num_threads(threads)
+    try:
+        y = _conv.conv(x, w, *args, 1)
+        g = rng.standard_normal(y.shape).astype(dtype)
+        dw = _conv.conv_weight_grad(x, g, w.shape[2:], *args, 1)
+        dx = _conv.conv_transpose(g, w, (1, 1), (0, 0, 0, 0), (0, 0), (1, 1), 1)
+    finally:
+        oar.set_num_threads(before)
+    tol = {"rtol": 1e-4, "atol": 1e-4} if dtype == "float32" else {"rtol": 1e-10, "atol": 1e-10}
+    np.testing.assert_allclose(y, reference._conv_kernel(x, w, *args, 1), **tol)
+    np.testing.assert_allclose(dw, reference._conv_weight_grad_kernel(x, g, w.shape[2:], *args, 1), **tol)
+    np.testing.assert_allclose(dx, reference._conv_transpose_kernel(g, w, (1, 1), (0, 0, 0, 0), (0, 0), (1, 1), 1),
+                               **tol)
+    assert y.dtype == dw.dtype == dx.dtype == x.dtype

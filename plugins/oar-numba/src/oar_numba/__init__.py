@@ -10,7 +10,7 @@ together with BLAS's. ``KERNELS`` maps each op name to the kernel registered for
 ['adaptive_avg_pool_grad', 'adaptive_max_pool', 'avg_pool']
 """
 
-from oar_numba import _activation, _conv, _embedding, _fused, _group_norm, _loss, _norm, _pooling, _quant
+from oar_numba import _activation, _conv, _embedding, _fused, _group_norm, _linear, _loss, _norm, _pooling, _quant
 
 __version__ = "0.1.0"
 
@@ -32,6 +32,7 @@ KERNELS = {
     "relu": _activation.relu,
     "relu_grad": _activation.relu_grad,
     "gelu": _activation.gelu,
+    "linear": _linear.linear,
     "max_pool_infer": _fused.max_pool_infer,
     "fused_conv2d": _fused.fused_conv2d,
     "fused_elementwise": _fused.fused_elementwise,

@@ -38,7 +38,8 @@ from numba import prange
 from oar._core.fusion import cached_for, check_dtypes, evaluate_chain
 from oar.nn.functional import fused as _ref
 from oar.nn.functional import pooling as _pool
-from oar_numba._jit import SERIAL_BELOW, ParallelKernel, parallel, scratch, serial, split_samples
+from oar_numba._conv import WIDE_CHUNK_BYTES, _wide_patches
+from oar_numba._jit import SERIAL_BELOW, ParallelKernel, parallel, scratch, split_samples, two_ways
 
 
 # -- max_pool_infer -------------------------------------------------------------------------------
@@ -99,7 +100,6 @@ def max_pool_infer(x, kernel_size, stride, padding, ceil_mode):
 
 # -- fused_conv2d ---------------------------------------------------------------------------------
 DIRECT_MAX_TAPS = 32  # C * KH * KW; above it the wide patches and BLAS win (LeNet: 9 direct, 150 BLAS)
-WIDE_CHUNK_BYTES = 512 << 10  # wide patches per chunk: they stay in L2 between the copy and the GEMM
 
 
 @parallel
@@ -153,21 +153,7 @@ def _finish(acc, width, b, relu, pool, dst):
                 dst[oh, ow] = (zero if v < zero else v) if relu else v
 
 
-class _TwoWays:
-    """A loop nest compiled twice: serially for calls whose largest array is below
-    ``SERIAL_BELOW`` elements, in parallel above. A serial call consults and wakes no thread
-    pool, which at batch 1 cost about as much as the kernel itself."""
-
-    __slots__ = ("parallel", "serial")
-
-    def __init__(self, fn):
-        self.parallel, self.serial = parallel(fn), serial(fn)
-
-    def __call__(self, largest: int, *args):
-        return (self.serial if largest < SERIAL_BELOW else self.parallel)(*args)
-
-
-@_TwoWays
+@two_ways
 def _direct_conv(x, w, bias, top, left, relu, pool, out):
     """out[n, o] = epilogue(sum over c, i, j of w[o, c, i, j] * xpad[n, c, i:, j:]), stride 1."""
     batch, channels, height, width = x.shape
@@ -217,23 +203,7 @@ def _direct_conv(x, w, bias, top, left, relu, pool, out):
             _finish(a0, wp, bias[o], relu, pool, out[n, o])
 
 
-@_TwoWays
-def _wide_patches(x, kh, kw, span, cols):
-    """cols[n, (c, i, j), :] = x[n, c].flat[i * W + j:][:span]: one contiguous run per tap."""
-    batch, channels = x.shape[0], x.shape[1]
-    width = x.shape[3]
-    for n in prange(batch):
-        plane = x[n].reshape(channels, -1)
-        for c in range(channels):
-            for i in range(kh):
-                for j in range(kw):
-                    src = plane[c, i * width + j:i * width + j + span]
-                    dst = cols[n, (c * kh + i) * kw + j]
-                    for t in range(span):  # a loop: a slice assignment copies through a temporary when serial
-                        dst[t] = src[t]
-
-
-@_TwoWays
+@two_ways
 def _wide_epilogue(acc, width, bias, relu, pool, out):
     batch, channels = out.shape[0], out.shape[1]
     for nc in prange(batch * channels):

@@ -64,6 +64,25 @@ def serial(fn):
     return numba.njit(cache=True, nogil=True, fastmath=FASTMATH)(fn)
 
 
+class TwoWays:
+    """A loop nest compiled twice: serially for calls whose largest array is below
+    ``SERIAL_BELOW`` elements, in parallel above. A serial call consults and wakes no thread
+    pool, which at batch 1 cost about as much as the kernel itself. ``kernel(largest, *args)``
+    picks by ``largest``; ``.serial`` and ``.parallel`` are the two compilations."""
+
+    __slots__ = ("parallel", "serial")
+
+    def __init__(self, fn):
+        self.parallel, self.serial = parallel(fn), serial(fn)
+
+    def __call__(self, largest: int, *args):
+        return (self.serial if largest < SERIAL_BELOW else self.parallel)(*args)
+
+
+def two_ways(fn) -> TwoWays:
+    return TwoWays(fn)
+
+
 def chunks(total: int) -> int:
     """How many pieces to split ``total`` rows into for per-thread partial sums."""
     return max(1, min(total, 4 * numba.get_num_threads()))

@@ -8,6 +8,7 @@ registered after ``set_num_threads`` was called is applied at once, so load orde
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from typing import Any
 
@@ -88,6 +89,14 @@ def small_product(x, y, transpose_y: bool = False) -> bool:
         return False
     volume = x.shape[-2] * x.shape[-1] * y.shape[-2 if transpose_y else -1]  # m*k*n of one product
     return _OPENBLAS_ONE_THREAD <= volume < SMALL_PRODUCT
+
+
+def blas_threads_for(m: int, k: int, n: int):
+    """A context for running [m, k] @ [k, n] products: ``one_blas_thread()`` for products that
+    ``small_product`` keeps on one thread, else one that changes nothing."""
+    if _OPENBLAS_ONE_THREAD <= m * k * n < SMALL_PRODUCT:
+        return one_blas_thread()
+    return contextlib.nullcontext()
 
 
 class one_blas_thread:
