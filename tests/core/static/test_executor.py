@@ -167,6 +167,31 @@ def test_kernel_errors_from_the_executor_are_kernel_errors():
             executor.run([oar.ones([2])])
 
 
+def test_a_kernel_with_bind_is_specialised_once_per_node():
+    """``kernel.bind(attrs)`` runs once per node; its callable then gets the arrays alone. Eager
+    calls and a bind that declines (None) use the kernel itself."""
+    bound_for: list = []
+
+    def scale(x, scale=1.0, bias=0.0, bias_after_scale=True):
+        return (x * scale + bias).astype(x.dtype)
+
+    def bind(attrs):
+        bound_for.append(dict(attrs))
+        if attrs["scale"] == 3.0:
+            return None
+        return lambda x: (x * attrs["scale"] + 100.0).astype(x.dtype)  # tells the bound call apart
+
+    scale.bind = bind
+    static = to_static(lambda x: oar.scale(oar.scale(x, 2.0), 3.0))
+    static(oar.ones([2]))
+    with kernel_plugin("test_bind", "scale", scale, ["float32"]):
+        executor = Executor(static.concrete_program)
+        for _ in range(3):
+            np.testing.assert_array_equal(executor.run([oar.ones([2])]).numpy(), [306.0, 306.0])
+        np.testing.assert_array_equal(oar.scale(oar.ones([2]), 2.0).numpy(), [2.0, 2.0])  # eager: fn itself
+    assert [a["scale"] for a in bound_for] == [2.0, 3.0]  # once per node, not per run
+
+
 def test_state_updates_are_written_back():
     state = oar.zeros([2])
     state.persistable = True

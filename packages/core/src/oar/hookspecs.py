@@ -68,6 +68,10 @@ def oar_register_kernels(kernels: KernelRegistry) -> None:
     The key is (op name, backend, dtype); the highest priority among the kernels that declare the
     dtype wins. ``fn(*arrays, **attrs)`` receives the backend's arrays and the op's attributes and
     returns an array or a tuple of arrays, exactly as the op's reference kernel does.
+
+    Optionally ``fn.bind(attrs)`` returns a callable of the arrays alone for one static-graph node
+    with those attributes (its checks and look-ups done once), or None; the executor calls it once
+    per node (``oar._core.executor.Executor``). Eager calls always go through ``fn``.
     """
 
 

@@ -216,11 +216,24 @@ def _direct_shape(x, w, stride, padding, dilation, groups) -> bool:
             and min(padding) >= 0 and x.size > 0 and w.size > 0 and x.dtype == w.dtype)
 
 
-_plans: dict = {}  # (shapes, dtype, attributes) -> how fused_conv2d runs them
+class _Plan:
+    """What the shapes and attributes of a ``fused_conv2d`` call decide, worked out once: the
+    way ("direct" or "wide"), the output shape and the loop bounds."""
+
+    __slots__ = ("kind", "shape", "top", "left", "pool", "oh", "taps", "span", "step", "small")
+
+    def __init__(self, kind, x_shape, w_shape, itemsize, padding, pool, oh, shape):
+        self.kind, self.shape, self.pool, self.oh = kind, shape, pool, oh
+        self.top, self.left = padding[0], padding[2]
+        width = x_shape[3]
+        self.taps = w_shape[1] * w_shape[2] * w_shape[3]
+        self.span = (oh - 1) * width + (width - w_shape[3] + 1)  # wide: first output to last, at width W
+        self.step = max(1, WIDE_CHUNK_BYTES // (self.taps * self.span * itemsize))  # samples per chunk
+        self.small = x_shape[0] * self.taps * self.span < SPLIT_MIN and x_shape[0] <= self.step
 
 
-def _plan(x, w, stride, padding, dilation, groups, max_pool):
-    """("direct" | "wide", output shape, top, left, pool, oh), or None for the general path."""
+def _plan(x, w, stride, padding, dilation, groups, max_pool) -> _Plan | None:
+    """How the numba kernels run this call, or None for the general path."""
     if not _direct_shape(x, w, stride, padding, dilation, groups):
         return None
     oh = x.shape[2] + padding[0] + padding[1] - w.shape[2] + 1
@@ -228,40 +241,86 @@ def _plan(x, w, stride, padding, dilation, groups, max_pool):
     pool = int(max_pool or 0)
     shape = (x.shape[0], w.shape[0], *((oh // pool, ow // pool) if pool else (oh, ow)))
     if w.shape[1] * w.shape[2] * w.shape[3] <= DIRECT_MAX_TAPS:
-        return "direct", shape, padding[0], padding[2], pool, oh
-    if not any(padding):
-        return "wide", shape, 0, 0, pool, oh
-    return None
+        kind = "direct"
+    elif not any(padding):
+        kind = "wide"
+    else:
+        return None
+    return _Plan(kind, x.shape, w.shape, x.itemsize, padding, pool, oh, shape)
+
+
+_plans: dict = {}  # (shapes, dtype, attributes) -> _Plan (or None) for direct calls
 
 
 def fused_conv2d(x, w, b=None, stride=(1, 1), padding=(0, 0, 0, 0), dilation=(1, 1), groups=1, act=None,
                  act_attrs=None, max_pool=None):
     if b is None or act not in (None, "relu"):
         return _ref._fused_conv2d_kernel(x, w, b, stride, padding, dilation, groups, act, act_attrs, max_pool)
-    # What the shapes and attributes decide is looked up, not recomputed: at batch 1 the checks
-    # and conversions here cost about half as much as the convolution (LeNet's second: 6 of 16 us).
     key = (x.shape, w.shape, x.dtype, w.dtype, *stride, *padding, *dilation, groups, max_pool)
     plan = _plans.get(key, False)
     if plan is False:
         if len(_plans) > 256:  # shapes come and go (a varying batch): keep the table small
             _plans.clear()
         plan = _plans[key] = _plan(x, w, stride, padding, dilation, groups, max_pool)
+    if plan is None:
+        return _general(x, w, b, stride, padding, dilation, groups, act == "relu", max_pool)
+    return _run(plan, x, w, b, act == "relu")
+
+
+def _bind(attrs: dict):
+    """``fused_conv2d`` for one program node (see ``oar._core.executor``): the attributes are read
+    once, and the plan is kept for the last input shapes, so that a call does little but run the
+    kernels (LeNet at batch 1: the checks and look-ups were a fifth of its convolutions' time)."""
+    act = attrs.get("act")
+    if act not in (None, "relu"):
+        return None
+    relu = act == "relu"
+    stride, padding, dilation = tuple(attrs["stride"]), tuple(attrs["padding"]), tuple(attrs["dilation"])
+    groups, max_pool = attrs["groups"], attrs.get("max_pool")
+    last = [None, None]  # (x shape, w shape, dtypes) and its plan
+
+    def fused_conv2d_node(x, w, b=None):
+        if b is None:
+            return fused_conv2d(x, w, b, **attrs)
+        key = (x.shape, w.shape, x.dtype, w.dtype)
+        if key != last[0]:
+            last[1] = _plan(x, w, stride, padding, dilation, groups, max_pool)
+            last[0] = key
+        plan = last[1]
+        if plan is None:
+            return _general(x, w, b, stride, padding, dilation, groups, relu, max_pool)
+        return _run(plan, x, w, b, relu)
+
+    return fused_conv2d_node
+
+
+fused_conv2d.bind = _bind
+
+
+def _run(plan: _Plan, x, w, b, relu: bool):
     bias = b if b.ndim == 1 and b.dtype == x.dtype and b.flags.c_contiguous else \
         np.ascontiguousarray(b, dtype=x.dtype).reshape(-1)
-    relu = act == "relu"
-    if plan is not None:
-        kind, shape, top, left, pool, oh = plan
-        out = np.empty(shape, x.dtype)
-        if not x.flags.c_contiguous:
-            x = np.ascontiguousarray(x)
-        if not w.flags.c_contiguous:
-            w = np.ascontiguousarray(w)
-        if kind == "direct":
-            kernel = _direct_conv.serial if max(x.size * 2, out.size) < SERIAL_BELOW else _direct_conv.parallel
-            kernel(x, w, bias, top, left, relu, pool, out)
-        else:
-            _wide_conv(x, w, bias, relu, pool, oh, out)
-        return out
+    out = np.empty(plan.shape, x.dtype)
+    if not x.flags.c_contiguous:
+        x = np.ascontiguousarray(x)
+    if not w.flags.c_contiguous:
+        w = np.ascontiguousarray(w)
+    if plan.kind == "direct":
+        kernel = _direct_conv.serial if max(x.size * 2, out.size) < SERIAL_BELOW else _direct_conv.parallel
+        kernel(x, w, bias, plan.top, plan.left, relu, plan.pool, out)
+    elif plan.small:  # batch 1: one chunk, this thread, buffers and their views made once
+        c, a = _small_buffers(x.shape[0], plan.taps, w.shape[0], plan.span, x.dtype)
+        _wide_patches.serial(x, w.shape[2], w.shape[3], plan.span, c)
+        np.matmul(w.reshape(w.shape[0], plan.taps), c, out=a)
+        _wide_epilogue.serial(a, x.shape[3], bias, relu, plan.pool, out)
+    else:
+        _wide_conv(plan, x, w, bias, relu, out)
+    return out
+
+
+def _general(x, w, b, stride, padding, dilation, groups, relu, max_pool):
+    """The registered ``conv`` kernel, then bias and relu in one pass over its buffer."""
+    bias = np.ascontiguousarray(b, dtype=x.dtype).reshape(-1)
     y = _ref._kernel(_ref.conv_op, x.dtype)(x, w, stride=stride, padding=padding, dilation=dilation, groups=groups)
     if not (y.flags.c_contiguous and y.flags.writeable):
         y = np.ascontiguousarray(y)
@@ -269,11 +328,9 @@ def fused_conv2d(x, w, b=None, stride=(1, 1), padding=(0, 0, 0, 0), dilation=(1,
     return _ref.pool_output(y, max_pool)
 
 
-def _wide_conv(x, w, bias, relu, pool, oh, out) -> None:
-    n, _, height, width = x.shape
-    o, taps = w.shape[0], w.shape[1] * w.shape[2] * w.shape[3]
-    span = (oh - 1) * width + (width - w.shape[3] + 1)  # from the first output to the last, at width W
-    step = max(1, WIDE_CHUNK_BYTES // (taps * span * x.itemsize))
+def _wide_conv(plan: _Plan, x, w, bias, relu, out) -> None:
+    n, width = x.shape[0], x.shape[3]
+    o, taps, span, step = w.shape[0], plan.taps, plan.span, plan.step
     weights = w.reshape(o, taps)
 
     def work(first: int, last: int, threaded: bool) -> None:
@@ -292,17 +349,12 @@ def _wide_conv(x, w, bias, relu, pool, oh, out) -> None:
             # Per sample [O, taps] @ [taps, span], BLAS. One GEMM of all the chunk's samples side
             # by side (N = samples * span) measured slower: OpenBLAS's packing of the wider B.
             np.matmul(weights, c, out=a)
-            epilogue(a, width, bias, relu, pool, out[start:stop])
+            epilogue(a, width, bias, relu, plan.pool, out[start:stop])
 
     if n * taps * span >= SPLIT_MIN:
         # each part runs with numba at one thread (split_samples): its serial kernels, then
         split_samples(lambda first, last: work(first, last, numba.get_num_threads() == 1), n, n * taps * span,
                       min_size=SPLIT_MIN)
-    elif n <= step:  # batch 1: one chunk, this thread, buffers and their views made once
-        c, a = _small_buffers(n, taps, o, span, x.dtype)
-        _wide_patches.serial(x, w.shape[2], w.shape[3], span, c)
-        np.matmul(weights, c, out=a)
-        _wide_epilogue.serial(a, width, bias, relu, pool, out)
     else:
         work(0, n, False)
 

@@ -98,6 +98,11 @@ def _bound_step(kernel, ins, out, attrs, dead):
 class Executor:
     """Runs ``program`` on feeds (tensors in the program's feed order).
 
+    Each node's kernel is looked up once. A kernel may offer ``kernel.bind(attrs)``: called once
+    per node with the node's attributes, it returns a callable taking the input arrays alone
+    (what the attributes decide, worked out once), or None to be called as usual. A kernel that
+    keeps state in its bound callable must allow calls from several threads.
+
     >>> import oar
     >>> from oar.jit import to_static
     >>> f = to_static(lambda x: (x * 2.0).sum())
@@ -196,6 +201,11 @@ class Executor:
                     # flatten all but the batch (before a classifier's linears): a plain reshape,
                     # without the op's axis arithmetic on every call (batch 1: 1.7 -> 0.3 us)
                     kernel, attrs = _flatten_batch(kernel, attrs, rank), {}
+            bind = getattr(kernel, "bind", None)
+            if bind is not None and not inplace:
+                bound = bind(attrs)  # the kernel specialised for this node's attributes (see Executor)
+                if bound is not None:
+                    kernel, attrs = bound, {}
             steps.append((kernel, ins, outs[0] if single else outs, attrs, dead, inplace, i))
             produced.update(outs)
         return steps
