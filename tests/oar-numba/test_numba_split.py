@@ -81,3 +81,27 @@ def test_wide_patch_convolutions_match_the_references(monkeypatch, dtype, x_shap
     np.testing.assert_allclose(dx, reference._conv_transpose_kernel(g, w, (1, 1), (0, 0, 0, 0), (0, 0), (1, 1), 1),
                                **tol)
     assert y.dtype == dw.dtype == dx.dtype == x.dtype
+
+
+def _record_threads(ids):
+    for i in numba.prange(ids.size):
+        ids[i] = numba.get_thread_id()
+
+
+def test_the_parallel_compilation_of_a_two_way_kernel_is_parallel():
+    """numba's disk cache does not tell compile flags apart: the serial compilation, made first and
+    cached, must not be what the parallel one loads (``_jit.cache_variant``)."""
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("numba has one thread here")
+    ids = np.full(_jit.SERIAL_BELOW, -1, np.int64)  # no smaller: small calls run on one thread
+    _conv._wide_patches.parallel(np.zeros((2, 1, 2, 2)), 1, 1, 4, np.zeros((2, 1, 4)))  # starts the pool
+    kernel = _jit.TwoWays(_record_threads)  # (get_thread_id needs the pool started, serial or not)
+    kernel.serial(ids)  # compiled first, and cached
+    assert set(ids) == {0}
+    before = numba.get_num_threads()
+    numba.set_num_threads(2)
+    try:
+        kernel.parallel(ids)
+    finally:
+        numba.set_num_threads(before)
+    assert set(ids) == {0, 1}

@@ -15,7 +15,7 @@ import numba
 import numpy as np
 from numba import prange
 
-from oar_numba._jit import SERIAL_BELOW
+from oar_numba._jit import SERIAL_BELOW, cache_variant
 
 # Compiled without fast-math: contracting ``a * b + c`` into a fused multiply-add would round
 # differently from the numpy rule. numpy's error model (x / 0 is inf, no ZeroDivisionError check)
@@ -45,8 +45,9 @@ def _momentum_loop(param, grad, velocity, momentum, lr):
         param[i] = param[i] - lr * v
 
 
-_ADAM = (_serial(_adam_loop), _parallel(_adam_loop))
-_MOMENTUM = (_serial(_momentum_loop), _parallel(_momentum_loop))
+# the serial compilations under names of their own: numba's disk cache does not tell flags apart
+_ADAM = (_serial(cache_variant(_adam_loop, "serial")), _parallel(cache_variant(_adam_loop, "parallel")))
+_MOMENTUM = (_serial(cache_variant(_momentum_loop, "serial")), _parallel(cache_variant(_momentum_loop, "parallel")))
 
 
 def _kernel(pair, size: int):
