@@ -132,7 +132,9 @@ def oar_register_thread_controls(thread_controls: Registry) -> None:
 
     ``fn(n: int) -> None`` sets the pool to ``n`` threads (clamping to what the pool can run). It is
     called on every ``oar.set_num_threads``, and at once when registered after one. Core registers
-    ``"blas"`` (numpy's BLAS, through threadpoolctl when installed).
+    ``"blas"`` (numpy's BLAS, through threadpoolctl when installed). Mark ``fn.per_thread = True``
+    when the setting holds for the calling thread only (numba's): the executor's threads that run
+    parts of a batch then set it to one thread for themselves (``oar._core.threads.run_in_parts``).
     """
 
 

@@ -277,16 +277,16 @@ def _bind(attrs: dict):
     relu = act == "relu"
     stride, padding, dilation = tuple(attrs["stride"]), tuple(attrs["padding"]), tuple(attrs["dilation"])
     groups, max_pool = attrs["groups"], attrs.get("max_pool")
-    last = [None, None]  # (x shape, w shape, dtypes) and its plan
+    last = [(None, None)]  # ((x shape, w shape, dtypes), its plan): one tuple, read and replaced whole
 
     def fused_conv2d_node(x, w, b=None):
         if b is None:
             return fused_conv2d(x, w, b, **attrs)
         key = (x.shape, w.shape, x.dtype, w.dtype)
-        if key != last[0]:
-            last[1] = _plan(x, w, stride, padding, dilation, groups, max_pool)
-            last[0] = key
-        plan = last[1]
+        known = last[0]  # threads running parts of a batch share this node (Executor._run_split)
+        if key != known[0]:
+            known = last[0] = (key, _plan(x, w, stride, padding, dilation, groups, max_pool))
+        plan = known[1]
         if plan is None:
             return _general(x, w, b, stride, padding, dilation, groups, relu, max_pool)
         return _run(plan, x, w, b, relu)

@@ -36,6 +36,9 @@ def set_numba_threads(n: int) -> None:
     numba.set_num_threads(min(n, numba.config.NUMBA_NUM_THREADS))
 
 
+set_numba_threads.per_thread = True  # numba's count is the calling thread's (see oar._core.threads)
+
+
 @hookimpl
 def oar_register_thread_controls(thread_controls):
     thread_controls.register("numba", set_numba_threads)

@@ -29,6 +29,7 @@ from oar._core import dtypes as _dt
 from oar._core.op import resolve_kernel
 from oar._core.program import Program, ValueRef, iter_refs, map_refs
 from oar._core.tensor import Tensor
+from oar._core.threads import num_threads, run_in_parts
 from oar.errors import KernelError, OarError
 
 _getrefcount = sys.getrefcount
@@ -62,6 +63,32 @@ def _flatten_batch(kernel, attrs: dict, rank: int):
         return kernel(x, **attrs)  # what the plan did not expect (an empty batch): the op's rules
 
     return flatten
+
+
+# A batch is split when each part gets at least this many samples and input elements: below, the
+# hand-off to another thread (tens of microseconds) costs more than the part's work.
+SPLIT_MIN_ROWS = 8
+SPLIT_MIN_ELEMENTS = 8192
+
+
+def _per_sample(op, node, values, batched) -> bool:
+    """Whether ``node`` keeps samples apart: its outputs' sample ``i`` from its batched inputs'."""
+    in_shapes = [values[v].shape for v in node.inputs]
+    if "elementwise" in op.traits:
+        rank = len(values[node.outputs[0]].shape)
+        for v, shape in zip(node.inputs, in_shapes):
+            if v in batched:
+                if len(shape) != rank:  # broadcast against a longer shape: the first dim is not the batch's
+                    return False
+            elif len(shape) == rank and shape[0] != 1:
+                return False
+        return True
+    if node.inputs[0] not in batched or any(v in batched for v in node.inputs[1:]):
+        return False
+    rule = op.per_sample
+    if callable(rule):
+        return bool(rule(node.attrs, in_shapes, [values[v].shape for v in node.outputs]))
+    return rule is True
 
 
 def _bound_step(kernel, ins, out, attrs, dead):
@@ -102,6 +129,11 @@ class Executor:
     per node with the node's attributes, it returns a callable taking the input arrays alone
     (what the attributes decide, worked out once), or None to be called as usual. A kernel that
     keeps state in its bound callable must allow calls from several threads.
+
+    After ``oar.set_num_threads(n > 1)``, an inference program whose ops are all per sample
+    (``Op.per_sample``, elementwise ops, reshapes that keep the batch first) and whose feeds
+    and outputs all have a dynamic first dim runs a large enough batch in ``n`` parts, one per
+    thread (``run_in_parts``), and joins the outputs: one hand-off per call.
 
     >>> import oar
     >>> from oar.jit import to_static
@@ -163,6 +195,7 @@ class Executor:
                     frees[pos].append(s)
         self.main = main
         self.frees = frees
+        self._split = self._splittable()
         self.reuse_buffers = reuse_buffers
         self._steps = None
         self._prelude_steps = None
@@ -244,6 +277,70 @@ class Executor:
             self._flat_outputs = [(self.slot[r.id], self.slot[r.id] in constants or self.slot[r.id] in self._cached_slots)
                                   for r in iter_refs(self.program.outputs)]
 
+    def _splittable(self) -> bool:
+        """Whether every sample of every output depends on the same sample of the feeds alone."""
+        program, values = self.program, self.program.values
+        if program.updates or not program.feeds:
+            return False
+        batched = set()
+        for v in program.feeds:
+            shape = values[v].shape
+            if not shape or shape[0] is not None:
+                return False
+            batched.add(v)
+        for i in self.main:
+            node, op = program.nodes[i], self.ops[i]
+            if not any(v in batched for v in node.inputs):  # from parameters and constants alone:
+                if any(None in values[v].shape for v in node.outputs):  # the same in every part,
+                    return False  # unless its shape is the batch's
+                continue
+            if "random" in op.traits or not _per_sample(op, node, values, batched):
+                return False
+            for v in node.outputs:
+                shape = values[v].shape
+                if not shape or shape[0] is not None:
+                    return False
+                batched.add(v)
+        return all(r.id in batched for r in iter_refs(program.outputs))
+
+    def _parts(self, feeds) -> int:
+        """How many parts to run this call's batch in: 1 unless splitting pays (see ``Executor``)."""
+        threads = num_threads()
+        if threads <= 1 or not self._split:
+            return 1
+        first = feeds[0]._data if isinstance(feeds[0], Tensor) else feeds[0]
+        rows = first.shape[0] if getattr(first, "ndim", 0) else 0
+        if rows < 2 * SPLIT_MIN_ROWS or first.size < 2 * SPLIT_MIN_ELEMENTS or type(first) is not np.ndarray:
+            return 1
+        return min(threads, rows // SPLIT_MIN_ROWS)
+
+    def _run_split(self, feeds, parts: int) -> object:
+        arrays = [t._data if isinstance(t, Tensor) else np.asarray(t) for t in feeds]
+        rows = arrays[0].shape[0]
+        base = self._template.copy()
+        for s, t in self.param_slots:
+            base[s] = t._data
+        if self.prelude:
+            self._run_prelude(base)
+        bounds = [rows * k // parts for k in range(parts + 1)]
+        slots = [s for s, _ in self._flat_outputs]
+        results: list = [None] * parts
+
+        def part(k: int) -> None:
+            env = base.copy()
+            for s, a in zip(self.feed_slots, arrays):
+                env[s] = a[bounds[k]:bounds[k + 1]]
+            self._execute(self._runs, env)
+            results[k] = [env[s] for s in slots]
+
+        run_in_parts(part, parts)
+        env = base
+        for i, s in enumerate(slots):
+            env[s] = np.concatenate([r[i] for r in results])
+        if self._single_output is not None:
+            return Tensor._wrap(env[self._single_output], self.backend, True, None, 0, None)
+        return self._outputs(env, feeds)
+
     def _run_prelude(self, env: list) -> None:
         key = [(id(t._data), t._vc[0] if t._vc is not None else 0) for _, t in self.prelude_params]
         if key != self._prelude_key:
@@ -260,6 +357,10 @@ class Executor:
         structure with new tensors (``stop_gradient=True``) for the computed values."""
         if self._steps is None:
             self._prepare()
+        if self._split and len({np.shape(t._data if isinstance(t, Tensor) else t)[:1] for t in feeds}) == 1:
+            parts = self._parts(feeds)
+            if parts > 1:
+                return self._run_split(feeds, parts)
         env = self._template.copy()  # the constants are in place already
         for s, t in zip(self.feed_slots, feeds):
             env[s] = t._data if type(t) is Tensor or isinstance(t, Tensor) else t

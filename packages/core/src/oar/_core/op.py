@@ -20,6 +20,7 @@ Example -- an op and its gradient, side by side::
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
@@ -51,6 +52,18 @@ KNOWN_TRAITS = frozenset({
 })
 
 
+def same_samples(attrs: dict, in_shapes: list, out_shapes: list) -> bool:
+    """The ``per_sample`` rule of reshapes (reshape, flatten, squeeze, unsqueeze): the first dim
+    is the batch (dynamic) before and after, and the rest are static with as many elements, so
+    that each sample's elements stay together, in order."""
+    before, after = in_shapes[0], out_shapes[0]
+    if not before or not after or before[0] is not None or after[0] is not None:
+        return False
+    if None in before[1:] or None in after[1:]:
+        return False
+    return math.prod(before[1:]) == math.prod(after[1:])
+
+
 class TensorMeta(NamedTuple):
     """What tracing knows about a value: its shape (``None`` for a dynamic dim) and dtype."""
 
@@ -78,11 +91,17 @@ class Op:
             float32 and are cast back.
         num_outputs: number of outputs (``None``: the kernel returns a variable-length tuple).
         nondiff_inputs: indices of inputs that never get a gradient (indices, masks).
+        per_sample: whether sample ``i`` (index ``i`` of the first dim) of every output depends
+            on sample ``i`` of the first input alone, the other inputs being the same for every
+            sample (weights, a bias): True, or ``rule(attrs, in_shapes, out_shapes) -> bool``
+            for ops where the attributes decide (an axis other than 0). Elementwise ops are per
+            sample by their trait. The executor runs the batch of an inference program whose
+            ops are all per sample in parts on several threads (``Executor``).
     """
 
     __slots__ = (
         "name", "reference", "meta", "grad", "traits", "amp", "float_only", "promote", "dtypes",
-        "num_outputs", "nondiff_inputs", "view", "_kernels", "__weakref__",
+        "num_outputs", "nondiff_inputs", "view", "per_sample", "_kernels", "__weakref__",
     )
 
     def __init__(
@@ -99,6 +118,7 @@ class Op:
         dtypes: Iterable[_dt.DType] | None = None,
         num_outputs: int | None = 1,
         nondiff_inputs: Iterable[int] = (),
+        per_sample: bool | Callable[[dict, list, list], bool] = False,
     ):
         traits = frozenset(traits)
         unknown = traits - KNOWN_TRAITS
@@ -118,6 +138,7 @@ class Op:
         self.dtypes = frozenset(dtypes) if dtypes is not None else frozenset(_dt.ALL_DTYPES)
         self.num_outputs = num_outputs
         self.nondiff_inputs = frozenset(nondiff_inputs)
+        self.per_sample = per_sample
         self._kernels: dict[tuple[str, np.dtype], Callable[..., Any]] = {}
 
     @property

@@ -9,6 +9,7 @@ registered after ``set_num_threads`` was called is applied at once, so load orde
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -120,3 +121,63 @@ class one_blas_thread:
         for lib, count in self.saved:
             lib.set_num_threads(count)
         return False
+
+
+# -- running parts of a batch on threads ----------------------------------------------------------
+# The static-graph executor runs an inference program whose ops are all per sample in parts of
+# the batch, one part per thread, each part's kernels on one thread (Executor._run_split). One
+# hand-off per call instead of one per parallel kernel, and no fork and join of a pool per op:
+# LeNet at batch 64 has two convolutions whose per-sample products BLAS's threads gain little on.
+_parts_pool = None
+
+
+def num_threads() -> int:
+    """The thread count ``oar.set_num_threads`` set last, or 1 where it was never called."""
+    from oar.plugins import registries
+
+    return registries().thread_controls.num_threads or 1
+
+
+def _one_thread_here() -> None:
+    """Set this thread's own pools (the controls marked ``per_thread``, numba's) to one thread."""
+    from oar.plugins import registries
+
+    for _, control in registries().thread_controls.items():
+        if getattr(control, "per_thread", False):
+            control(1)
+
+
+def run_in_parts(work, parts: int) -> None:
+    """``work(k)`` for ``k`` in ``range(parts)``: part 0 on this thread, the others on a pool's
+    threads, every part's kernels on one thread (BLAS for the whole call, as its setting is
+    process-wide; per-thread pools in each part). Exceptions of any part are raised here."""
+    global _parts_pool
+    if parts <= 1:
+        work(0)
+        return
+    if _parts_pool is None or _parts_pool._max_workers < parts - 1:
+        from concurrent.futures import ThreadPoolExecutor
+
+        _parts_pool = ThreadPoolExecutor(parts - 1, thread_name_prefix="oar-parts", initializer=_one_thread_here)
+    threads = num_threads()
+    with one_blas_thread():
+        futures = [_parts_pool.submit(work, k) for k in range(1, parts)]
+        _one_thread_here()
+        try:
+            work(0)
+        finally:
+            from oar.plugins import registries
+
+            for _, control in registries().thread_controls.items():  # this thread's pools as they were
+                if getattr(control, "per_thread", False):
+                    control(threads)
+            for future in futures:
+                future.result()
+
+
+def _forget_parts_pool() -> None:
+    global _parts_pool
+    _parts_pool = None  # a forked child has none of its parent's threads
+
+
+os.register_at_fork(after_in_child=_forget_parts_pool)

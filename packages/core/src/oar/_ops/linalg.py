@@ -72,9 +72,15 @@ def _matmul_meta(x: TensorMeta, y: TensorMeta, transpose_x=False, transpose_y=Fa
     return TensorMeta(shape, _dt.PROMOTION_TABLE[x.dtype, y.dtype])
 
 
+def _matmul_per_sample(attrs, in_shapes, out_shapes) -> bool:
+    """x's first dim stays the rows' (or a batch) dim, and y is one matrix for every sample."""
+    x, y = in_shapes
+    return (len(x) > 2 or not attrs.get("transpose_x")) and len(x) >= 2 and (len(y) <= 2 or y[0] == 1)
+
+
 matmul_op = Op(
     "matmul", reference=_matmul_kernel, meta=_matmul_meta, amp=AMP_LOW_PRECISION, promote=True,
-    dtypes=PRODUCT_DTYPES,
+    dtypes=PRODUCT_DTYPES, per_sample=_matmul_per_sample,
 )
 
 

@@ -16,7 +16,7 @@ import math
 import numpy as np
 
 from oar._core import dtypes as _dt
-from oar._core.op import Op
+from oar._core.op import Op, same_samples
 from oar._ops._common import (
     Tensor,
     TensorMeta,
@@ -124,7 +124,7 @@ def _reshape_meta(x: TensorMeta, shape) -> TensorMeta:
     return TensorMeta(resolve_reshape("reshape", x.shape, shape, copy_zeros=False), x.dtype)
 
 
-reshape_op = Op("reshape", reference=_reshape_kernel, meta=_reshape_meta, traits=VIEW)
+reshape_op = Op("reshape", reference=_reshape_kernel, meta=_reshape_meta, traits=VIEW, per_sample=same_samples)
 
 
 @reshape_op.defgrad
@@ -173,7 +173,7 @@ def _flatten_meta(x: TensorMeta, start_axis, stop_axis) -> TensorMeta:
     return TensorMeta(_flat_shape(x.shape, start_axis, stop_axis), x.dtype)
 
 
-flatten_op = Op("flatten", reference=_flatten_kernel, meta=_flatten_meta, traits=VIEW)
+flatten_op = Op("flatten", reference=_flatten_kernel, meta=_flatten_meta, traits=VIEW, per_sample=same_samples)
 
 
 @flatten_op.defgrad
@@ -218,7 +218,7 @@ def _squeeze_meta(x: TensorMeta, axis) -> TensorMeta:
     return TensorMeta(tuple(d for i, d in enumerate(x.shape) if i not in drop), x.dtype)
 
 
-squeeze_op = Op("squeeze", reference=_squeeze_kernel, meta=_squeeze_meta, traits=VIEW)
+squeeze_op = Op("squeeze", reference=_squeeze_kernel, meta=_squeeze_meta, traits=VIEW, per_sample=same_samples)
 
 
 @squeeze_op.defgrad
@@ -256,7 +256,7 @@ def _unsqueeze_meta(x: TensorMeta, axis) -> TensorMeta:
     return TensorMeta(tuple(1 if i in axis else next(dims) for i in range(ndim)), x.dtype)
 
 
-unsqueeze_op = Op("unsqueeze", reference=_unsqueeze_kernel, meta=_unsqueeze_meta, traits=VIEW)
+unsqueeze_op = Op("unsqueeze", reference=_unsqueeze_kernel, meta=_unsqueeze_meta, traits=VIEW, per_sample=same_samples)
 
 
 @unsqueeze_op.defgrad
@@ -299,7 +299,8 @@ def _transpose_meta(x: TensorMeta, perm) -> TensorMeta:
     return TensorMeta(tuple(x.shape[p] for p in perm), x.dtype)
 
 
-transpose_op = Op("transpose", reference=_transpose_kernel, meta=_transpose_meta, traits=VIEW)
+transpose_op = Op("transpose", reference=_transpose_kernel, meta=_transpose_meta, traits=VIEW,
+                  per_sample=lambda attrs, ins, outs: attrs["perm"][0] == 0)  # the samples stay first
 
 
 @transpose_op.defgrad

@@ -57,7 +57,7 @@ def _group_norm_meta(x: TensorMeta, weight: TensorMeta, bias: TensorMeta, num_gr
 
 
 group_norm_op = StatsOp("group_norm", reference=_group_norm_kernel, meta=_group_norm_meta, amp=AMP_FP32, dtypes=FLOATS,
-                        num_outputs=3)
+                        num_outputs=3, per_sample=True)
 
 
 @group_norm_op.defgrad

@@ -250,7 +250,13 @@ def _softmax_meta(x: TensorMeta, axis) -> TensorMeta:
     return x
 
 
-softmax_op = Op("softmax", reference=_softmax_kernel, meta=_softmax_meta, amp=AMP_FP32, dtypes=FLOATS)
+def _axis_not_batch(attrs, in_shapes, out_shapes) -> bool:
+    """The per-sample rule of an op along ``axis``: any axis but the first."""
+    return attrs["axis"] % len(in_shapes[0]) != 0
+
+
+softmax_op = Op("softmax", reference=_softmax_kernel, meta=_softmax_meta, amp=AMP_FP32, dtypes=FLOATS,
+                per_sample=_axis_not_batch)
 
 
 @softmax_op.defgrad
@@ -292,7 +298,8 @@ def _log_softmax_meta(x: TensorMeta, axis) -> TensorMeta:
     return x
 
 
-log_softmax_op = Op("log_softmax", reference=_log_softmax_kernel, meta=_log_softmax_meta, amp=AMP_FP32, dtypes=FLOATS)
+log_softmax_op = Op("log_softmax", reference=_log_softmax_kernel, meta=_log_softmax_meta, amp=AMP_FP32, dtypes=FLOATS,
+                    per_sample=_axis_not_batch)
 
 
 @log_softmax_op.defgrad

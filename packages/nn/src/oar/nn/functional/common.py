@@ -57,7 +57,7 @@ def _linear_meta(x: TensorMeta, w: TensorMeta, b: TensorMeta) -> TensorMeta:
 # One op for ``x @ w + b``: one dispatch and one tape node per layer call instead of two, and
 # the bias added in place into the product (what F.linear calls with a 1-d bias).
 linear_op = Op("linear", reference=_linear_kernel, meta=_linear_meta, amp=AMP_LOW_PRECISION, promote=True,
-               dtypes=PRODUCT_DTYPES)
+               dtypes=PRODUCT_DTYPES, per_sample=True)
 
 
 @linear_op.defgrad

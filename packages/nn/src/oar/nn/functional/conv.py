@@ -326,9 +326,10 @@ def _conv_weight_grad_kernel(x, g, kernel_size, stride, padding, dilation, group
     return gw.reshape(o, c // groups, *kernel_size)
 
 
-conv_op = Op("conv", reference=_conv_kernel, meta=_conv_meta, amp=AMP_LOW_PRECISION, dtypes=NATIVE_FLOATS)
+conv_op = Op("conv", reference=_conv_kernel, meta=_conv_meta, amp=AMP_LOW_PRECISION, dtypes=NATIVE_FLOATS,
+             per_sample=True)
 conv_transpose_op = Op("conv_transpose", reference=_conv_transpose_kernel, meta=_conv_transpose_meta,
-                       amp=AMP_LOW_PRECISION, dtypes=NATIVE_FLOATS)
+                       amp=AMP_LOW_PRECISION, dtypes=NATIVE_FLOATS, per_sample=True)
 conv_weight_grad_op = Op("conv_weight_grad", reference=_conv_weight_grad_kernel, meta=_conv_weight_grad_meta,
                          amp=AMP_LOW_PRECISION, dtypes=NATIVE_FLOATS)
 

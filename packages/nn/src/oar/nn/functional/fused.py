@@ -119,7 +119,7 @@ def _linear_forward(x, w, b=None, transpose_x=False, transpose_y=False, act=None
 
 
 fused_linear_op = Op("fused_linear", reference=_fused_linear_kernel, meta=_fused_linear_meta,
-                     amp=AMP_LOW_PRECISION, dtypes=NATIVE_FLOATS)
+                     amp=AMP_LOW_PRECISION, dtypes=NATIVE_FLOATS, per_sample=True)
 fused_linear_op.defgrad(_with_bias_and_act(_linear_forward))
 
 
@@ -182,7 +182,7 @@ def _conv2d_forward(x, w, b=None, stride=(1, 1), padding=(0, 0, 0, 0), dilation=
 
 
 fused_conv2d_op = Op("fused_conv2d", reference=_fused_conv2d_kernel, meta=_fused_conv2d_meta,
-                     amp=AMP_LOW_PRECISION, dtypes=NATIVE_FLOATS)
+                     amp=AMP_LOW_PRECISION, dtypes=NATIVE_FLOATS, per_sample=True)
 fused_conv2d_op.defgrad(_with_bias_and_act(_conv2d_forward))
 
 
@@ -222,7 +222,7 @@ def _max_pool_infer_kernel(x, kernel_size, stride, padding, ceil_mode):
 
 
 max_pool_infer_op = Op("max_pool_infer", reference=_max_pool_infer_kernel, meta=_max_pool_infer_meta,
-                       dtypes=NATIVE_FLOATS)
+                       dtypes=NATIVE_FLOATS, per_sample=True)
 
 
 @max_pool_infer_op.defgrad

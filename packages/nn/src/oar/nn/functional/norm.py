@@ -189,7 +189,7 @@ def _layer_norm_meta(x: TensorMeta, weight: TensorMeta, bias: TensorMeta, begin_
 
 
 layer_norm_op = StatsOp("layer_norm", reference=_layer_norm_kernel, meta=_layer_norm_meta, amp=AMP_FP32, dtypes=FLOATS,
-                        num_outputs=3)
+                        num_outputs=3, per_sample=lambda attrs, ins, outs: attrs["begin_norm_axis"] % len(ins[0]) != 0)
 
 
 @layer_norm_op.defgrad
@@ -372,7 +372,8 @@ def _batch_norm_infer_meta(x, weight, bias, mean, var, channel_axis, epsilon):
 
 
 batch_norm_infer_op = Op("batch_norm_infer", reference=_batch_norm_infer_kernel, meta=_batch_norm_infer_meta,
-                         amp=AMP_FP32, dtypes=FLOATS)
+                         amp=AMP_FP32, dtypes=FLOATS,
+                         per_sample=lambda attrs, ins, outs: attrs["channel_axis"] % len(ins[0]) != 0)
 
 
 @batch_norm_infer_op.defgrad

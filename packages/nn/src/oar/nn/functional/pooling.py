@@ -279,18 +279,19 @@ def _adaptive_max_pool_kernel(x, output_size):
     return np.ascontiguousarray(best), flat.astype(np.int32)
 
 
-max_pool_op = Op("max_pool", reference=_max_pool_kernel, meta=_max_pool_meta, dtypes=NATIVE_FLOATS, num_outputs=2)
+max_pool_op = Op("max_pool", reference=_max_pool_kernel, meta=_max_pool_meta, dtypes=NATIVE_FLOATS, num_outputs=2,
+                 per_sample=True)
 max_pool_grad_op = Op("max_pool_grad", reference=_max_pool_grad_kernel, meta=_max_pool_grad_meta,
                       dtypes=NATIVE_FLOATS, nondiff_inputs=(1,))
-avg_pool_op = Op("avg_pool", reference=_avg_pool_kernel, meta=_avg_pool_meta, dtypes=NATIVE_FLOATS)
+avg_pool_op = Op("avg_pool", reference=_avg_pool_kernel, meta=_avg_pool_meta, dtypes=NATIVE_FLOATS, per_sample=True)
 avg_pool_grad_op = Op("avg_pool_grad", reference=_avg_pool_grad_kernel, meta=_avg_pool_grad_meta,
                       dtypes=NATIVE_FLOATS)
 adaptive_avg_pool_op = Op("adaptive_avg_pool", reference=_adaptive_avg_pool_kernel, meta=_adaptive_avg_pool_meta,
-                          dtypes=NATIVE_FLOATS)
+                          dtypes=NATIVE_FLOATS, per_sample=True)
 adaptive_avg_pool_grad_op = Op("adaptive_avg_pool_grad", reference=_adaptive_avg_pool_grad_kernel,
                                meta=_adaptive_avg_pool_grad_meta, dtypes=NATIVE_FLOATS)
 adaptive_max_pool_op = Op("adaptive_max_pool", reference=_adaptive_max_pool_kernel, meta=_adaptive_max_pool_meta,
-                          dtypes=NATIVE_FLOATS, num_outputs=2)
+                          dtypes=NATIVE_FLOATS, num_outputs=2, per_sample=True)
 
 
 # -- gradient rules -----------------------------------------------------------------------------

@@ -1,0 +1,124 @@
+"""Inference programs whose ops are all per sample run their batch in parts on several threads
+(``Executor._run_split``): the same results as in one piece, and programs that mix samples are
+never split."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import oar
+import oar._core.executor as executor_module
+from oar.jit import to_static
+from oar.static import InputSpec
+
+
+@pytest.fixture
+def two_threads():
+    from oar.plugins import registries
+
+    controls = registries().thread_controls
+    before = controls.num_threads
+    oar.set_num_threads(2)
+    yield
+    oar.set_num_threads(before or 1)
+    controls.num_threads = before
+
+
+@pytest.fixture
+def parts_run(monkeypatch):
+    """The part counts of every split call."""
+    calls: list[int] = []
+    run_in_parts = executor_module.run_in_parts
+
+    def recorded(work, parts):
+        calls.append(parts)
+        run_in_parts(work, parts)
+
+    monkeypatch.setattr(executor_module, "run_in_parts", recorded)
+    return calls
+
+
+def _executor(static):
+    return static._last.inference_executor
+
+
+W = oar.to_tensor(np.random.default_rng(0).standard_normal((12, 8)).astype(np.float32))
+B = oar.to_tensor(np.random.default_rng(1).standard_normal(8).astype(np.float32))
+
+
+def per_sample(x):
+    y = oar.nn.functional.relu(oar.matmul(x, W) + B) if hasattr(oar, "nn") else oar.maximum(oar.matmul(x, W) + B, 0.0)
+    return (oar.unsqueeze(y, 1).transpose([0, 2, 1]) * 2.0).exp().flatten(1)
+
+
+@pytest.mark.parametrize("rows", [64, 65, 17])
+def test_a_per_sample_program_runs_in_parts_with_the_same_results(two_threads, parts_run, rows):
+    x = oar.to_tensor(np.random.default_rng(rows).standard_normal((rows, 12)).astype(np.float32))
+    with oar.no_grad():
+        expected = per_sample(x).numpy()
+        static = to_static(per_sample, input_spec=[InputSpec([None, 12], "float32")])
+        static(x[:3])  # captures
+        got = static(x).numpy()
+    assert _executor(static)._split
+    assert parts_run == ([2] if rows >= 2 * executor_module.SPLIT_MIN_ROWS and rows * 12 >= 2 * 8192 else [])
+    np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-6)
+    assert got.shape == (rows, 8)
+
+
+def test_a_large_batch_splits_and_a_small_one_does_not(two_threads, parts_run):
+    static = to_static(per_sample, input_spec=[InputSpec([None, 12], "float32")])
+    with oar.no_grad():
+        static(oar.rand([4, 12]))  # the first call captures (and runs eagerly)
+        big = oar.rand([2048, 12])
+        np.testing.assert_allclose(static(big).numpy(), per_sample(big).numpy(), rtol=1e-6, atol=1e-6)
+        static(oar.rand([4, 12]))  # a few rows: the hand-off would cost more than it saves
+    assert parts_run == [2]
+
+
+MIXING = {
+    "sum over the batch": lambda x: x.sum(axis=0, keepdim=True) + x,
+    "softmax over the batch": lambda x: oar.nn.functional.softmax(x, axis=0) if hasattr(oar, "nn") else x.exp() / x.exp().sum(0),
+    "flip of the batch": lambda x: oar.flip(x, axis=[0]) * 2.0,
+    "transpose of the batch": lambda x: oar.matmul(x.transpose([1, 0]), x),
+    "flatten of the batch": lambda x: x.flatten() * 2.0,
+}
+
+
+@pytest.mark.parametrize("name", sorted(MIXING))
+def test_programs_that_mix_samples_run_in_one_piece(two_threads, parts_run, name):
+    fn = MIXING[name]
+    x = oar.rand([2048, 12])
+    with oar.no_grad():
+        expected = fn(x).numpy()
+        static = to_static(fn, input_spec=[InputSpec([None, 12], "float32")])
+        static(x[:3])  # captures
+        got = static(x).numpy()
+    assert not _executor(static)._split
+    assert parts_run == []
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_one_thread_never_splits(parts_run):
+    static = to_static(per_sample, input_spec=[InputSpec([None, 12], "float32")])
+    with oar.no_grad():
+        static(oar.rand([4, 12]))
+        static(oar.rand([2048, 12]))
+    assert parts_run == []
+
+
+def test_an_error_in_a_part_is_raised_naming_the_op(two_threads, monkeypatch):
+    static = to_static(lambda x: oar.exp(x) * 2.0, input_spec=[InputSpec([None, 12], "float32")])
+    with oar.no_grad():
+        static(oar.rand([4, 12]))  # captures
+        static(oar.rand([4, 12]))  # runs the program
+    executor = _executor(static)
+    assert executor._split
+    original = executor._runs
+
+    def failing(env):
+        raise RuntimeError("kernel broke")
+
+    executor._runs = ((failing,) + original[0][1:], original[1])
+    with oar.no_grad(), pytest.raises(oar.errors.KernelError, match="exp"):
+        static(oar.rand([2048, 12]))
