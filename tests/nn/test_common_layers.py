@@ -286,3 +286,38 @@ def test_linear_is_one_op_whose_errors_name_linear():
     np.testing.assert_allclose(layer.weight.grad.numpy(), np.full([4, 2], 6.0))
     np.testing.assert_allclose(layer.bias.grad.numpy(), [6.0, 6.0])
     assert F.linear(oar.ones([4]), w, b).shape == [2]  # a 1-d x: matmul, then the bias added
+
+
+@pytest.mark.parametrize("x_needs_grad", [True, False])
+def test_linear_backward_in_one_op_and_its_second_order(x_needs_grad, monkeypatch):
+    """Eager backward runs one linear_grad op (the gradients of x, weight, bias); with
+    create_graph the composite rule runs, so the gradient differentiates again."""
+    from oar.nn.functional import common
+
+    ran = []
+    dispatch = common.dispatch
+
+    def recorded(op, inputs, attrs):
+        if op is common.linear_grad_op:
+            ran.append(attrs)
+        return dispatch(op, inputs, attrs)
+
+    monkeypatch.setattr(common, "dispatch", recorded)
+    rng = np.random.default_rng(0)
+    xv, wv, bv = rng.standard_normal((2, 3, 4)), rng.standard_normal((4, 5)), rng.standard_normal(5)
+    x = oar.to_tensor(xv, stop_gradient=not x_needs_grad)
+    w, b = oar.to_tensor(wv, stop_gradient=False), oar.to_tensor(bv, stop_gradient=False)
+    g = rng.standard_normal((2, 3, 5))
+    (F.linear(x, w, b) * oar.to_tensor(g)).sum().backward()
+    assert ran == [{"x_grad": x_needs_grad}]
+    np.testing.assert_allclose(w.grad.numpy(), xv.reshape(6, 4).T @ g.reshape(6, 5), rtol=1e-12)
+    np.testing.assert_allclose(b.grad.numpy(), g.reshape(6, 5).sum(0), rtol=1e-12)
+    assert (x.grad is None) != x_needs_grad
+    if x_needs_grad:
+        np.testing.assert_allclose(x.grad.numpy(), g @ wv.T, rtol=1e-12)
+    # second order: d/dw of sum((dL/dx)^2) with L = sum(linear(x) * g)
+    x2 = oar.to_tensor(xv, stop_gradient=False)
+    (gx,) = oar.grad((F.linear(x2, w, b) * oar.to_tensor(g)).sum(), [x2], create_graph=True)
+    (gw,) = oar.grad((gx * gx).sum(), [w])
+    g2 = g.reshape(6, 5)
+    np.testing.assert_allclose(gw.numpy(), 2 * (g2 @ wv.T).T @ g2, rtol=1e-10)

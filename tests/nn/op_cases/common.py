@@ -172,6 +172,13 @@ CASES = [
     OpCase("embedding_grad", lambda g, ids: dispatch(C.embedding_grad_op, (g, ids), {"num_embeddings": 3, "padding_idx": -1}),
            lambda g, ids: _embedding_grad_ref(g, ids, 3, -1), [rand(0, 2), np.zeros([0], np.int64)], grad=False,
            id="embedding_grad_empty"),
+    # -- linear_grad: the eager backward of linear in one op ------------------------------------------
+    OpCase("linear_grad", lambda g, x, w: dispatch(C.linear_grad_op, (g, x, w), {"x_grad": True}),
+           lambda g, x, w: (g @ w.T, x.reshape(-1, 3).T @ g.reshape(-1, 4), g.reshape(-1, 4).sum(0)),
+           [rand(2, 5, 4), rand(2, 5, 3), rand(3, 4)], grad=False),
+    OpCase("linear_grad", lambda g, x, w: dispatch(C.linear_grad_op, (g, x, w), {"x_grad": False}),
+           lambda g, x, w: (x.T @ g, g.sum(0)), [rand(2, 4), rand(2, 3), rand(3, 4)], grad=False,
+           id="linear_grad_no_x"),
     # -- interpolate ---------------------------------------------------------------------------------
     OpCase("interpolate", lambda x: F.interpolate(x, size=[5, 4], mode="bilinear"), lambda x: _bilinear_ref(x, (5, 4)),
            [X4], dtypes=("float32", "float64", "float16")),

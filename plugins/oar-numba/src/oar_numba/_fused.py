@@ -39,7 +39,15 @@ from oar._core.fusion import cached_for, check_dtypes, evaluate_chain
 from oar.nn.functional import fused as _ref
 from oar.nn.functional import pooling as _pool
 from oar_numba._conv import WIDE_CHUNK_BYTES, _wide_patches
-from oar_numba._jit import SERIAL_BELOW, ParallelKernel, parallel, scratch, split_samples, two_ways
+from oar_numba._jit import (
+    COMPUTE_SERIAL_BELOW,
+    SERIAL_BELOW,
+    ParallelKernel,
+    parallel,
+    scratch,
+    split_samples,
+    two_ways,
+)
 
 
 # -- max_pool_infer -------------------------------------------------------------------------------
@@ -306,7 +314,7 @@ def _run(plan: _Plan, x, w, b, relu: bool):
     if not w.flags.c_contiguous:
         w = np.ascontiguousarray(w)
     if plan.kind == "direct":
-        kernel = _direct_conv.serial if max(x.size * 2, out.size) < SERIAL_BELOW else _direct_conv.parallel
+        kernel = _direct_conv.serial if max(x.size * 2, out.size) < COMPUTE_SERIAL_BELOW else _direct_conv.parallel
         kernel(x, w, bias, plan.top, plan.left, relu, plan.pool, out)
     elif plan.small:  # batch 1: one chunk, this thread, buffers and their views made once
         c, a = _small_buffers(x.shape[0], plan.taps, w.shape[0], plan.span, x.dtype)

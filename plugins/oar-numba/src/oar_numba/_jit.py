@@ -34,7 +34,15 @@ import numba  # noqa: E402
 import numpy as np  # noqa: E402
 
 FASTMATH = {"reassoc", "contract", "arcp", "nsz"}
-SERIAL_BELOW = 1 << 16  # elements of the largest array argument
+# A call runs on numba's pool only when its largest array has at least SERIAL_BELOW elements.
+# Waking the pool's sleeping threads (passive waiting, above) costs about 60 us on the project's
+# 2-vCPU virtual machine, against 2 us for a pool that spins, and the data a region touched then
+# sits in the other core's cache. The loops here do a few ns of work per element, so a region
+# over less than about a million elements costs more than it saves: LeNet's Adam step (W3) at 2
+# threads, medians of 5 interleaved runs, 7.3 ms with the bound at 2^16, 6.1 ms with no region at
+# all (1 thread: 5.7 ms). Kernels with more work per element use COMPUTE_SERIAL_BELOW.
+SERIAL_BELOW = 1 << 20  # elements of the largest array argument
+COMPUTE_SERIAL_BELOW = 1 << 16  # the same for compute-bound loops (a direct convolution)
 
 
 class ParallelKernel:

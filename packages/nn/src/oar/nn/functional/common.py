@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 import oar
+from oar._core import dispatch as _dispatch
 from oar._core import dtypes as _dt
 from oar._core.op import AMP_LOW_PRECISION, Op, TensorMeta
 from oar._core.threads import one_blas_thread, small_product
@@ -60,10 +61,36 @@ linear_op = Op("linear", reference=_linear_kernel, meta=_linear_meta, amp=AMP_LO
                dtypes=PRODUCT_DTYPES, per_sample=True)
 
 
+def _linear_grad_kernel(g, x, w, x_grad=True):
+    """(gx, gw, gb) of ``x @ w + b``, or (gw, gb) without ``x_grad``; x may have leading dims."""
+    rows = g.reshape(-1, g.shape[-1])
+    gw = np.matmul(x.reshape(-1, x.shape[-1]).T, rows)
+    gb = np.add.reduce(rows, axis=0)
+    return (np.matmul(g, w.T), gw, gb) if x_grad else (gw, gb)
+
+
+def _linear_grad_meta(g: TensorMeta, x: TensorMeta, w: TensorMeta, x_grad=True):
+    grads = (TensorMeta(w.shape, w.dtype), TensorMeta(w.shape[1:], g.dtype))
+    return (TensorMeta(x.shape, x.dtype), *grads) if x_grad else grads
+
+
+# The backward of a linear layer in one op: one dispatch instead of three (two matmuls and a sum)
+# in eager backward, where a small layer's dispatches cost more than its products (W1's
+# Linear(4, 4) forward + backward, medians of three runs of 20,000 calls: 52.0 -> 51.0 us).
+# Recording and tracing use the composite rule below, which differentiates again.
+linear_grad_op = Op("linear_grad", reference=_linear_grad_kernel, meta=_linear_grad_meta, traits=("nondiff",),
+                    dtypes=PRODUCT_DTYPES, num_outputs=None)
+
+
 @linear_op.defgrad
 def _linear_grad(ctx, g):
     # The ops themselves, not the public functions: the operands are tensors known to fit.
     xs, ws, _ = ctx.in_shapes
+    needs = ctx.needs_input_grad
+    if (needs[1] and needs[2] and not _dispatch.grad_enabled and len(_dispatch._mode_stack) == 1
+            and g.dtype == ctx.input(0).dtype == ctx.input(1).dtype):
+        grads = dispatch(linear_grad_op, (g, ctx.input(0), ctx.input(1)), {"x_grad": bool(needs[0])})
+        return grads if needs[0] else (None, *grads)
     gx = gw = gb = None
     if ctx.needs_input_grad[0]:
         gx = dispatch(matmul_op, (g, ctx.input(1)), {"transpose_x": False, "transpose_y": True})
@@ -654,7 +681,7 @@ def label_smooth(label, prior_dist=None, epsilon: float = 0.1, name=None) -> Ten
     return label * (1.0 - epsilon) + as_tensor(prior_dist, "prior_dist", fn) * epsilon
 
 
-OPS = [linear_op, embedding_op, embedding_grad_op, interpolate_op, interpolate_grad_op]
+OPS = [linear_op, linear_grad_op, embedding_op, embedding_grad_op, interpolate_op, interpolate_grad_op]
 __all__ = [
     "linear", "bilinear", "dropout", "dropout2d", "dropout3d", "alpha_dropout", "embedding", "one_hot", "pad",
     "zeropad2d", "interpolate", "upsample", "cosine_similarity", "label_smooth",
