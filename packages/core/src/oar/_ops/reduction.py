@@ -17,6 +17,7 @@ import math
 
 import numpy as np
 
+from oar._core import dispatch as _dispatch
 from oar._core import dtypes as _dt
 from oar._core.op import AMP_FP32, Op
 from oar._ops._common import (
@@ -97,7 +98,12 @@ def expand_reduced(g: Tensor, in_shape, axis, keepdim: bool) -> Tensor:
         # Leading dims broadcast without a reshape (a loss's sum or mean: one op less per step),
         # and the shape is known to fit: the op itself, without broadcast_to's argument checks.
         shape = [int(d) for d in in_shape]
-        return g if tuple(shape) == g._data.shape else dispatch(broadcast_to_op, (g,), {"shape": shape})
+        if tuple(shape) == g._data.shape:
+            return g
+        if not _dispatch.grad_enabled and len(_dispatch._mode_stack) == 1 and type(g._data) is np.ndarray:
+            # a plain backward records nothing: the kernel's broadcast view, without the dispatch
+            return Tensor._wrap(np.broadcast_to(g._data, shape), "cpu", True, None, 0, None)
+        return dispatch(broadcast_to_op, (g,), {"shape": shape})
     return broadcast_to(keep_reduced(g, in_shape, axis, keepdim), list(in_shape))
 
 
