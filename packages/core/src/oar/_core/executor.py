@@ -308,10 +308,13 @@ class Executor:
         threads = num_threads()
         if threads <= 1 or not self._split:
             return 1
-        first = feeds[0]._data if isinstance(feeds[0], Tensor) else feeds[0]
+        arrays = [t._data if isinstance(t, Tensor) else t for t in feeds]
+        first = arrays[0]
         rows = first.shape[0] if getattr(first, "ndim", 0) else 0
         if rows < 2 * SPLIT_MIN_ROWS or first.size < 2 * SPLIT_MIN_ELEMENTS or type(first) is not np.ndarray:
             return 1
+        if any(type(a) is not np.ndarray or not a.ndim or a.shape[0] != rows for a in arrays):
+            return 1  # feeds of different batch sizes: the program's shapes decide, in one piece
         return min(threads, rows // SPLIT_MIN_ROWS)
 
     def _run_split(self, feeds, parts: int) -> object:
@@ -357,10 +360,12 @@ class Executor:
         structure with new tensors (``stop_gradient=True``) for the computed values."""
         if self._steps is None:
             self._prepare()
-        if self._split and len({np.shape(t._data if isinstance(t, Tensor) else t)[:1] for t in feeds}) == 1:
-            parts = self._parts(feeds)
-            if parts > 1:
-                return self._run_split(feeds, parts)
+        if self._split:  # a small batch (batch 1) is told apart at the cost of one shape read
+            first = feeds[0]._data if isinstance(feeds[0], Tensor) else feeds[0]
+            if getattr(first, "ndim", 0) and first.shape[0] >= 2 * SPLIT_MIN_ROWS:
+                parts = self._parts(feeds)
+                if parts > 1:
+                    return self._run_split(feeds, parts)
         env = self._template.copy()  # the constants are in place already
         for s, t in zip(self.feed_slots, feeds):
             env[s] = t._data if type(t) is Tensor or isinstance(t, Tensor) else t
