@@ -11,32 +11,18 @@ import oar
 import oar._core.executor as executor_module
 from oar.jit import to_static
 from oar.static import InputSpec
+from tests.core.static import _threads
 
 
 @pytest.fixture
 def two_threads():
-    from oar.plugins import registries
-
-    controls = registries().thread_controls
-    before = controls.num_threads
-    oar.set_num_threads(2)
-    yield
-    oar.set_num_threads(before or 1)
-    controls.num_threads = before
+    with _threads.two_threads():
+        yield
 
 
 @pytest.fixture
 def parts_run(monkeypatch):
-    """The part counts of every split call."""
-    calls: list[int] = []
-    run_in_parts = executor_module.run_in_parts
-
-    def recorded(work, parts):
-        calls.append(parts)
-        run_in_parts(work, parts)
-
-    monkeypatch.setattr(executor_module, "run_in_parts", recorded)
-    return calls
+    return _threads.record_parts(monkeypatch)
 
 
 def _executor(static):

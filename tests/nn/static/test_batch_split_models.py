@@ -8,30 +8,16 @@ import numpy as np
 import pytest
 
 import oar
-import oar._core.executor as executor_module
 from oar import nn
 from oar.static import InputSpec
 from oar.vision.models import LeNet
+from tests.core.static import _threads
 
 
 @pytest.fixture
 def two_threads(monkeypatch):
-    from oar.plugins import registries
-
-    controls = registries().thread_controls
-    before = controls.num_threads
-    parts: list[int] = []
-    run_in_parts = executor_module.run_in_parts
-
-    def recorded(work, n):
-        parts.append(n)
-        run_in_parts(work, n)
-
-    monkeypatch.setattr(executor_module, "run_in_parts", recorded)
-    oar.set_num_threads(2)
-    yield parts
-    oar.set_num_threads(before or 1)
-    controls.num_threads = before
+    with _threads.two_threads():
+        yield _threads.record_parts(monkeypatch)
 
 
 class SmallCNN(nn.Layer):
