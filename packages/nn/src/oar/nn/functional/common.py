@@ -21,7 +21,7 @@ import oar
 from oar._core import dispatch as _dispatch
 from oar._core import dtypes as _dt
 from oar._core.op import AMP_LOW_PRECISION, Op, TensorMeta
-from oar._core.threads import one_blas_thread, small_product
+from oar._core.threads import blas_threads_for, one_blas_thread, small_product
 from oar._ops._common import Tensor, as_tensor, dispatch, fmt_shape, normalize_axis
 from oar._ops.indexing import IndexOutOfRangeError, one_hot
 from oar._ops.linalg import PRODUCT_DTYPES, matmul_op, matmul_shape
@@ -63,10 +63,14 @@ linear_op = Op("linear", reference=_linear_kernel, meta=_linear_meta, amp=AMP_LO
 
 def _linear_grad_kernel(g, x, w, x_grad=True):
     """(gx, gw, gb) of ``x @ w + b``, or (gw, gb) without ``x_grad``; x may have leading dims."""
-    rows = g.reshape(-1, g.shape[-1])
-    gw = np.matmul(x.reshape(-1, x.shape[-1]).T, rows)
+    rows, inputs = g.reshape(-1, g.shape[-1]), x.reshape(-1, x.shape[-1])
+    with blas_threads_for(inputs.shape[1], inputs.shape[0], rows.shape[1]):  # as matmul's kernel does
+        gw = np.matmul(inputs.T, rows)
     gb = np.add.reduce(rows, axis=0)
-    return (np.matmul(g, w.T), gw, gb) if x_grad else (gw, gb)
+    if not x_grad:
+        return gw, gb
+    with blas_threads_for(rows.shape[0], rows.shape[1], w.shape[0]):
+        return np.matmul(g, w.T), gw, gb
 
 
 def _linear_grad_meta(g: TensorMeta, x: TensorMeta, w: TensorMeta, x_grad=True):
