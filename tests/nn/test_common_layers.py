@@ -321,3 +321,22 @@ def test_linear_backward_in_one_op_and_its_second_order(x_needs_grad, monkeypatc
     (gw,) = oar.grad((gx * gx).sum(), [w])
     g2 = g.reshape(6, 5)
     np.testing.assert_allclose(gw.numpy(), 2 * (g2 @ wv.T).T @ g2, rtol=1e-10)
+
+
+def test_linear_grad_keeps_small_products_on_one_blas_thread(monkeypatch):
+    """A threaded OpenBLAS product leaves its worker spinning (oar._core.threads): linear_grad's
+    products go through blas_threads_for, as matmul's and linear's do (W2 at 2 threads lost a
+    third of its speed when they did not)."""
+    from oar.nn.functional import common
+
+    sizes = []
+    real = common.blas_threads_for
+
+    def recorded(m, k, n):
+        sizes.append((m, k, n))
+        return real(m, k, n)
+
+    monkeypatch.setattr(common, "blas_threads_for", recorded)
+    g, x, w = np.ones((128, 10), np.float32), np.ones((128, 512), np.float32), np.ones((512, 10), np.float32)
+    common._linear_grad_kernel(g, x, w, x_grad=True)
+    assert sizes == [(512, 128, 10), (128, 10, 512)]  # gw = x.T @ g, gx = g @ w.T
