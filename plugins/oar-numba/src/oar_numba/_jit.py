@@ -83,7 +83,7 @@ def cache_variant(fn, variant: str):
     by signature and bytecode, not by the compile flags: a serial and a parallel compilation of
     one function share one entry, and whichever was compiled first is what the other loads from
     then on (a parallel kernel ran on one thread: LeNet's first convolution at 2 threads 263 us,
-    173 us once fixed)."""
+    176 us once fixed)."""
     copy = types.FunctionType(fn.__code__, fn.__globals__, f"{fn.__name__}__{variant}", fn.__defaults__,
                               fn.__closure__)
     copy.__qualname__ = f"{fn.__qualname__}__{variant}"

@@ -129,6 +129,7 @@ class one_blas_thread:
 # hand-off per call instead of one per parallel kernel, and no fork and join of a pool per op:
 # LeNet at batch 64 has two convolutions whose per-sample products BLAS's threads gain little on.
 _parts_pool = None
+_parts_pool_size = 0
 
 
 def num_threads() -> int:
@@ -151,14 +152,15 @@ def run_in_parts(work, parts: int) -> None:
     """``work(k)`` for ``k`` in ``range(parts)``: part 0 on this thread, the others on a pool's
     threads, every part's kernels on one thread (BLAS for the whole call, as its setting is
     process-wide; per-thread pools in each part). Exceptions of any part are raised here."""
-    global _parts_pool
+    global _parts_pool, _parts_pool_size
     if parts <= 1:
         work(0)
         return
-    if _parts_pool is None or _parts_pool._max_workers < parts - 1:
+    if _parts_pool is None or _parts_pool_size < parts - 1:
         from concurrent.futures import ThreadPoolExecutor
 
         _parts_pool = ThreadPoolExecutor(parts - 1, thread_name_prefix="oar-parts", initializer=_one_thread_here)
+        _parts_pool_size = parts - 1
     threads = num_threads()
     with one_blas_thread():
         futures = [_parts_pool.submit(work, k) for k in range(1, parts)]
@@ -176,8 +178,8 @@ def run_in_parts(work, parts: int) -> None:
 
 
 def _forget_parts_pool() -> None:
-    global _parts_pool
-    _parts_pool = None  # a forked child has none of its parent's threads
+    global _parts_pool, _parts_pool_size
+    _parts_pool, _parts_pool_size = None, 0  # a forked child has none of its parent's threads
 
 
 os.register_at_fork(after_in_child=_forget_parts_pool)
