@@ -465,7 +465,7 @@ class Executor:
                 and t._data.base is None and t._data.shape == data.shape and t._data.dtype == data.dtype):
             np.copyto(t._data, data)
         else:
-            t._data = np.array(data, dtype=t._data.dtype, copy=True)
+            t._set_buffer(np.array(data, dtype=t._data.dtype, copy=True))
         t._bump_version()
 
     def _outputs(self, env: list, feeds) -> object:

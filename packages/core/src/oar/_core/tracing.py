@@ -127,13 +127,15 @@ class TracingMode(Mode):
     # -- the table ----------------------------------------------------------------------------
     def _save(self, t: Tensor) -> None:
         if self.isolate and id(t) not in self._saved and type(t._data) is np.ndarray:
-            self._saved[id(t)] = (t, t._data, t._data.copy(), _version(t))
+            self._saved[id(t)] = (t, t._data, t._data.copy(), _version(t), t._vc)
 
     def restore(self) -> None:
         """Put back the values of the parameters and inputs an isolated capture changed in place."""
-        for t, data, copy, version in self._saved.values():
+        for t, data, copy, version, vc in self._saved.values():
             if t._data is not data or _version(t) != version:
-                t._data = data
+                # its counter too: a write that gave t a new buffer gave it a counter of its own,
+                # and the old buffer's counter is the one its views share
+                t._data, t._vc = data, vc
                 if data.flags.writeable:
                     np.copyto(data, copy)
                 else:

@@ -166,7 +166,7 @@ class _Snapshot:
         for t in tensors:
             if id(t) not in seen and type(t._data) is np.ndarray:
                 seen.add(id(t))
-                self.saved.append((t, t._data, t._data.copy()))
+                self.saved.append((t, t._data, t._data.copy(), t._vc))
         self.rng = None
         if "oar._ops.random" in sys.modules:
             from oar._ops.random import get_rng_state
@@ -174,8 +174,8 @@ class _Snapshot:
             self.rng = get_rng_state()
 
     def restore(self) -> None:
-        for t, data, copy in self.saved:
-            t._data = data
+        for t, data, copy, vc in self.saved:
+            t._data, t._vc = data, vc  # the buffer and the counter its views share
             if data.flags.writeable:
                 np.copyto(data, copy)
             else:

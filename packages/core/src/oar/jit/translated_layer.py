@@ -181,7 +181,7 @@ class CoreTranslatedLayer(_TranslatedMixin):
             array = np.asarray(value.numpy() if isinstance(value, Tensor) else value, dtype=target._data.dtype)
             if list(array.shape) != target.shape:
                 raise ArgumentError(f"set_state_dict: {name}: got shape {list(array.shape)}, expected {target.shape}")
-            target._data = array.copy()
+            target._set_buffer(array.copy())
             target._bump_version()
 
     def train(self):

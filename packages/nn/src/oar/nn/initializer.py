@@ -81,10 +81,10 @@ class Initializer:
         if param._backend != "cpu":
             from oar._core.dispatch import BACKENDS
 
-            param._data = BACKENDS.get(param._backend).from_numpy(values)
+            param._set_buffer(BACKENDS.get(param._backend).from_numpy(values))
         else:
             if not param._data.flags.writeable:
-                param._data = param._data.copy()
+                param._set_buffer(param._data.copy())
             param._data[...] = values
         param._bump_version()
         return param

@@ -288,14 +288,15 @@ class Optimizer:
         if low_precision and type(param._data) is np.ndarray:
             np.copyto(self._writable(param), target, casting="unsafe")
         elif low_precision:
-            param._data = target.astype(param._data.dtype)
+            param._set_buffer(target.astype(param._data.dtype))
         param._bump_version()
 
     @staticmethod
     def _writable(param: Tensor):
         data = param._data
         if type(data) is np.ndarray and not (data.flags.writeable and data.base is None):
-            param._data = data = data.copy()  # a read-only or borrowed buffer: the parameter gets its own
+            param._set_buffer(data.copy())  # a read-only or borrowed buffer: the parameter gets its own
+            data = param._data
         return data
 
     # -- what each optimizer defines -----------------------------------------------------------
@@ -436,7 +437,7 @@ class Optimizer:
         if tensor._backend == "cpu":
             tensor._data[...] = array
         else:
-            tensor._data = _new_array(array, tensor._backend)
+            tensor._set_buffer(_new_array(array, tensor._backend))
 
     # -- gradients -----------------------------------------------------------------------------
     def clear_grad(self, set_to_zero: bool = True) -> None:

@@ -401,10 +401,10 @@ class Layer:
             if target._backend != "cpu":
                 from oar._core.dispatch import BACKENDS
 
-                target._data = BACKENDS.get(target._backend).from_numpy(array.copy())
+                target._set_buffer(BACKENDS.get(target._backend).from_numpy(array.copy()))
             else:
                 if not target._data.flags.writeable:
-                    target._data = target._data.copy()
+                    target._set_buffer(target._data.copy())
                 target._data[...] = array
             target._bump_version()
         return missing, unexpected
@@ -426,7 +426,7 @@ class Layer:
                         converted = converted.to(device)
                     if converted is not t:
                         data = converted.numpy() if converted._backend == "cpu" else converted._data
-                        t._data = data
+                        t._set_buffer(data)
                         t._backend = converted._backend
                         t._grad = None
             if dtype is not None:
