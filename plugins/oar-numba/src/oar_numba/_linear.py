@@ -2,10 +2,10 @@
 
 numpy's path for one row is a GEMM call, then a second pass for the bias, each with a fixed cost
 of a microsecond or more; here one compiled loop streams the weight's rows once, four at a time,
-into an accumulator that starts as the bias. LeNet's classifier at batch 1 (1 thread, us):
-[1, 400] @ [400, 120] 7.1 -> 5.0, [1, 120] @ [120, 84] 4.8 -> 2.5, [1, 84] @ [84, 10] 4.4 -> 1.9.
-From four rows on, BLAS's blocked GEMM wins (4 rows: 11.7 vs 14.4 us), so more rows go to the
-reference kernel.
+into an accumulator that starts as the bias. Against the reference (``bench_kernels.py --ops
+linear``, docs/numba.md): LeNet's [1, 400] @ [400, 120] 1.1x, [1, 84] @ [84, 10] 1.6x, W1's
+[1, 4] @ [4, 4] 1.7x. From four rows on BLAS's blocked GEMM wins (4 rows: 11.7 vs 14.4 us on a
+loaded machine), so a 2-d x of more rows, and any x of more dims, goes to the reference kernel.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import numpy as np
 from oar.nn.functional import common as _ref
 from oar_numba._jit import serial
 
-MAX_ROWS = 2  # rows of x (all leading dims together) up to which the loop beats BLAS
+MAX_ROWS = 2  # rows of a 2-d x up to which the loop beats BLAS
 
 
 @serial
