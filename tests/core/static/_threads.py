@@ -11,15 +11,20 @@ from oar.plugins import registries
 
 
 @contextlib.contextmanager
-def two_threads():
+def threads(n: int):
+    """``oar.set_num_threads(n)`` for the block; what other tests left set does not leak in or out."""
     controls = registries().thread_controls
     before = controls.num_threads
-    oar.set_num_threads(2)
+    oar.set_num_threads(n)
     try:
         yield
     finally:
         oar.set_num_threads(before or 1)
         controls.num_threads = before
+
+
+def two_threads():
+    return threads(2)
 
 
 def record_parts(monkeypatch) -> list[int]:

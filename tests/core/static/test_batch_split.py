@@ -87,7 +87,7 @@ def test_programs_that_mix_samples_run_in_one_piece(two_threads, parts_run, name
 
 def test_one_thread_never_splits(parts_run):
     static = to_static(per_sample, input_spec=[InputSpec([None, 12], "float32")])
-    with oar.no_grad():
+    with _threads.threads(1), oar.no_grad():
         static(oar.rand([4, 12]))
         static(oar.rand([2048, 12]))
     assert parts_run == []
