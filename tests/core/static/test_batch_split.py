@@ -108,3 +108,10 @@ def test_an_error_in_a_part_is_raised_naming_the_op(two_threads, monkeypatch):
     executor._runs = ((failing,) + original[0][1:], original[1])
     with oar.no_grad(), pytest.raises(oar.errors.KernelError, match="exp"):
         static(oar.rand([2048, 12]))
+
+
+def test_an_op_with_a_per_sample_that_is_no_rule_is_refused_naming_it():
+    from oar._core.op import Op
+
+    with pytest.raises(ValueError, match=r"op 'halve': per_sample must be True, False or a rule .* got 'yes'"):
+        Op("halve", reference=lambda x: x / 2, meta=lambda x: x, per_sample="yes")

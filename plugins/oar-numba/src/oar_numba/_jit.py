@@ -33,6 +33,8 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import numba  # noqa: E402
 import numpy as np  # noqa: E402
 
+from oar._core.threads import blas_controllers, one_blas_thread  # noqa: E402
+
 FASTMATH = {"reassoc", "contract", "arcp", "nsz"}
 # A call runs on numba's pool only when its largest array has at least SERIAL_BELOW elements.
 # Waking the pool's sleeping threads (passive waiting, above) costs about 60 us on the project's
@@ -143,19 +145,6 @@ def scratch(name: str, size: int, dtype) -> np.ndarray:
 # elements of patches) ran slower split (W3 at 2 threads 8.1 -> 8.9 ms), ResNet's (9.4M) 2x faster.
 SPLIT_BELOW = 1 << 22
 _split_pool: ThreadPoolExecutor | None = None
-_blas: list | None = None  # threadpoolctl's BLAS controllers, found once
-
-
-def _blas_libraries() -> list:
-    global _blas
-    if _blas is None:
-        try:
-            import threadpoolctl
-        except ImportError:
-            _blas = []
-        else:
-            _blas = threadpoolctl.ThreadpoolController().select(user_api="blas").lib_controllers
-    return _blas
 
 
 def _on_one_thread(work, start: int, stop: int) -> None:
@@ -175,24 +164,19 @@ def split_samples(work, n: int, size: int, min_size: int | None = None) -> None:
     per-part sums)."""
     global _split_pool
     threads = min(numba.get_num_threads(), n) if size >= (SPLIT_BELOW if min_size is None else min_size) else 1
-    libraries = _blas_libraries() if threads > 1 else []
-    if threads <= 1 or not libraries:
+    if threads <= 1 or not blas_controllers():  # BLAS that cannot be pinned would oversubscribe
         work(0, n)
         return
     if _split_pool is None:
         _split_pool = ThreadPoolExecutor(numba.config.NUMBA_NUM_THREADS - 1, thread_name_prefix="oar-numba")
     bounds = [n * k // threads for k in range(threads + 1)]
-    saved = [lib.get_num_threads() for lib in libraries]
-    for lib in libraries:
-        lib.set_num_threads(1)
-    try:
+    with one_blas_thread():
         futures = [_split_pool.submit(_on_one_thread, work, bounds[k], bounds[k + 1]) for k in range(1, threads)]
-        _on_one_thread(work, bounds[0], bounds[1])
-        for future in futures:
-            future.result()
-    finally:
-        for lib, count in zip(libraries, saved):
-            lib.set_num_threads(count)
+        try:
+            _on_one_thread(work, bounds[0], bounds[1])
+        finally:
+            for future in futures:
+                future.result()
 
 
 def _forget_split_pool() -> None:

@@ -126,6 +126,9 @@ class Op:
             raise ValueError(f"op {name!r}: unknown traits {sorted(unknown)}; known: {sorted(KNOWN_TRAITS)}")
         if amp not in (AMP_LOW_PRECISION, AMP_FP32, AMP_PROMOTE):
             raise ValueError(f"op {name!r}: unknown AMP category {amp!r}")
+        if not (isinstance(per_sample, bool) or callable(per_sample)):
+            raise ValueError(f"op {name!r}: per_sample must be True, False or a rule "
+                             f"(attrs, in_shapes, out_shapes) -> bool, got {per_sample!r}")
         self.name = name
         self.reference = reference
         self.meta = meta

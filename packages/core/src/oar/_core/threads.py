@@ -71,7 +71,8 @@ _OPENBLAS_ONE_THREAD = 1 << 18  # below this OpenBLAS already uses one thread: n
 _blas_controllers: list | None = None
 
 
-def _blas() -> list:
+def blas_controllers() -> list:
+    """threadpoolctl's controllers of numpy's BLAS libraries, found once (empty without threadpoolctl)."""
     global _blas_controllers
     if _blas_controllers is None:
         try:
@@ -110,7 +111,7 @@ class one_blas_thread:
 
     def __enter__(self):
         self.saved = []
-        for lib in _blas():
+        for lib in blas_controllers():
             count = lib.get_num_threads()
             if count > 1:
                 lib.set_num_threads(1)
