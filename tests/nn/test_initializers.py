@@ -25,7 +25,9 @@ def filled(init, shape, dtype="float32") -> np.ndarray:
 
 
 def assert_uniform(values, low, high):
-    assert values.min() >= low and values.max() <= high
+    # float32 draws: a draw within half an ulp of a bound rounds to float32(bound), which can lie
+    # just outside the float64 bound (float32(-0.1) < -0.1) - about 1 in 50 runs on 600,000 samples
+    assert values.min() >= np.float32(low) and values.max() <= np.float32(high)
     assert values.min() < low + 0.01 * (high - low) and values.max() > high - 0.01 * (high - low)
     np.testing.assert_allclose(values.mean(), (low + high) / 2, atol=0.01 * (high - low))
     np.testing.assert_allclose(values.std(), (high - low) / math.sqrt(12), rtol=0.01)
