@@ -103,6 +103,13 @@ def cases() -> list[Case]:
         Case("fused_conv2d", "LeNet conv1 + bias + relu x[64, 1, 28, 28]", (rand(64, 1, 28, 28), rand(6, 1, 3, 3),
              rand(6)), {"stride": [1, 1], "padding": [1, 1, 1, 1], "dilation": [1, 1], "groups": 1, "act": "relu",
                         "act_attrs": {}}),
+        # LeNet's two convolutions as its to_static program holds them (W6): with the 2x2 max pool
+        Case("fused_conv2d", "LeNet conv1 + bias + relu + pool x[64, 1, 28, 28]", (rand(64, 1, 28, 28),
+             rand(6, 1, 3, 3), rand(6)), {"stride": [1, 1], "padding": [1, 1, 1, 1], "dilation": [1, 1], "groups": 1,
+                                          "act": "relu", "act_attrs": {}, "max_pool": 2}),
+        Case("fused_conv2d", "LeNet conv2 + bias + relu + pool x[64, 6, 14, 14]", (rand(64, 6, 14, 14),
+             rand(16, 6, 5, 5), rand(16)), {"stride": [1, 1], "padding": [0, 0, 0, 0], "dilation": [1, 1], "groups": 1,
+                                            "act": "relu", "act_attrs": {}, "max_pool": 2}),
         Case("fused_elementwise", "encoder ffn [8, 128, 1024] (x * s + b) relu * x", (ffn, rand(1024)),
              {"chain": [["scale", [0], {"scale": 0.5, "bias": 0.0, "bias_after_scale": True}], ["add", [2, 1], {}],
                         ["relu", [3], {}], ["multiply", [4, 0], {}]]}),

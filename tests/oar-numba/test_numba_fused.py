@@ -50,6 +50,7 @@ def test_fused_conv2d_matches_with_nan(act):
 @pytest.mark.parametrize("shape", [
     ((3, 1, 28, 28), (6, 1, 3, 3), [1, 1, 1, 1]),  # LeNet's first conv: the direct kernel, channels in pairs
     ((2, 2, 9, 8), (3, 2, 3, 2), [2, 0, 1, 3]),  # direct, uneven padding, an odd channel count
+    ((2, 3, 9, 8), (5, 3, 3, 3), [1, 0, 2, 1]),  # direct 3x3 over three channels (RGB), odd sizes
     ((3, 6, 14, 14), (16, 6, 5, 5), [0, 0, 0, 0]),  # LeNet's second: wide patches and BLAS
     ((1, 8, 7, 9), (4, 8, 2, 3), [0, 0, 0, 0]),  # wide, odd output sizes (a pool drops an edge)
     ((2, 8, 7, 9), (4, 8, 2, 3), [1, 0, 0, 1]),  # many taps and padding: conv kernel + epilogue
@@ -69,7 +70,14 @@ def test_fused_conv2d_paths_match_the_reference(dtype, shape, act, max_pool):
     assert (np.isnan(got) == np.isnan(expected)).all() and np.isnan(got).any()
 
 
+def without_blas_in_kernels(monkeypatch):
+    """The wide way's numpy path: its products through np.matmul, between compiled copies."""
+    monkeypatch.setattr(_fused, "gemm_for", lambda dtype: None)
+    monkeypatch.setattr(_fused, "_plans", {})
+
+
 def test_wide_conv_runs_in_chunks(monkeypatch):
+    without_blas_in_kernels(monkeypatch)
     monkeypatch.setattr(_fused, "WIDE_CHUNK_BYTES", 1)  # one sample per chunk
     rng = np.random.default_rng(4)
     x, w, b = rng.standard_normal((5, 6, 10, 10)), rng.standard_normal((4, 6, 5, 5)), rng.standard_normal(4)
@@ -79,16 +87,21 @@ def test_wide_conv_runs_in_chunks(monkeypatch):
                                rtol=1e-10, atol=1e-12)
 
 
-@pytest.mark.parametrize("chunk", [None, 1])
-def test_wide_conv_split_over_threads_matches_the_reference(monkeypatch, chunk):
-    """With 2 threads a large batch is split in halves, each on its own thread (and in chunks)."""
-    monkeypatch.setattr(_fused, "SPLIT_MIN", 1)
-    if chunk is not None:
-        monkeypatch.setattr(_fused, "WIDE_CHUNK_BYTES", chunk)
-    rng = np.random.default_rng(5)
-    x, w, b = rng.standard_normal((7, 6, 10, 10)), rng.standard_normal((4, 6, 5, 5)), rng.standard_normal(4)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("batch", [1, 5])
+def test_wide_conv_without_blas_in_kernels_matches_the_reference(monkeypatch, dtype, batch):
+    """Where numpy's BLAS cannot be called from compiled code (another BLAS than OpenBLAS)."""
+    without_blas_in_kernels(monkeypatch)
+    rng = np.random.default_rng(6)
+    x, w, b = (rng.standard_normal(s).astype(dtype) for s in ((batch, 6, 14, 14), (16, 6, 5, 5), (16,)))
     attrs = {"stride": [1, 1], "padding": [0, 0, 0, 0], "dilation": [1, 1], "groups": 1, "act": "relu",
              "act_attrs": {}, "max_pool": 2}
+    np.testing.assert_allclose(KERNELS["fused_conv2d"](x, w, b, **attrs), reference("fused_conv2d")(x, w, b, **attrs),
+                               rtol=1e-4 if dtype == "float32" else 1e-10, atol=1e-5)
+
+
+def assert_two_threads_match(x, w, b, attrs):
+    """fused_conv2d at oar.set_num_threads(2) equals the reference."""
     before = numba.get_num_threads()
     oar.set_num_threads(2)
     try:
@@ -96,6 +109,33 @@ def test_wide_conv_split_over_threads_matches_the_reference(monkeypatch, chunk):
     finally:
         oar.set_num_threads(before)
     np.testing.assert_allclose(got, reference("fused_conv2d")(x, w, b, **attrs), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("blas_in_kernels", [True, False])
+def test_wide_conv_split_over_threads_matches_the_reference(monkeypatch, blas_in_kernels):
+    """With 2 threads a large batch is split in halves, each on its own thread."""
+    monkeypatch.setattr(_fused, "SPLIT_MIN", 1)
+    if not blas_in_kernels:
+        without_blas_in_kernels(monkeypatch)
+        monkeypatch.setattr(_fused, "WIDE_CHUNK_BYTES", 1)  # and in chunks
+    rng = np.random.default_rng(5)
+    x, w, b = rng.standard_normal((7, 6, 10, 10)), rng.standard_normal((4, 6, 5, 5)), rng.standard_normal(4)
+    attrs = {"stride": [1, 1], "padding": [0, 0, 0, 0], "dilation": [1, 1], "groups": 1, "act": "relu",
+             "act_attrs": {}, "max_pool": 2}
+    assert_two_threads_match(x, w, b, attrs)
+
+
+@pytest.mark.parametrize("kernel_shape", [(6, 1, 3, 3), (5, 2, 3, 2)])
+def test_direct_conv_in_parts_over_threads_matches_the_reference(monkeypatch, kernel_shape):
+    """A large batch runs the direct kernel's parallel compilation, a share of samples per thread
+    with its own padded buffer (7 samples over 2 threads: 3 and 4)."""
+    monkeypatch.setattr(_fused, "COMPUTE_SERIAL_BELOW", 1)
+    rng = np.random.default_rng(7)
+    x, w = rng.standard_normal((7, kernel_shape[1], 12, 11)), rng.standard_normal(kernel_shape)
+    b = rng.standard_normal(kernel_shape[0])
+    attrs = {"stride": [1, 1], "padding": [1, 1, 1, 1], "dilation": [1, 1], "groups": 1, "act": "relu",
+             "act_attrs": {}, "max_pool": 2}
+    assert_two_threads_match(x, w, b, attrs)
 
 
 @pytest.fixture

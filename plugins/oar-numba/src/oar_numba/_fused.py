@@ -7,12 +7,14 @@
   and most small CNNs' convolutions), in one of two ways by the size of a patch:
 
   - few taps (``C * KH * KW`` up to ``DIRECT_MAX_TAPS``, a first layer): a direct convolution, one
-    vectorised multiply-add over a whole padded plane per tap, into a per-sample accumulator;
+    vectorised multiply-add over a whole padded plane per tap (per channel's nine taps for 3x3),
+    into a per-sample accumulator;
   - more: "wide" patches, where row ``(c, i, j)`` of a sample's patch matrix is the one contiguous
     run of ``x[c]`` starting at ``(i, j)``, as long as the output's rows laid at the input's
     width (the few columns past the output's width are computed and dropped). Filling it is one
     slice copy per tap instead of one per tap and output row (LeNet's second conv: 150 copies of
-    136 floats per sample instead of 1500 of 10; im2col was 60% of its time), then BLAS.
+    136 floats per sample instead of 1500 of 10; im2col was 60% of its time), then numpy's BLAS,
+    called from the compiled kernel (``_blas``): a whole call is one GIL release.
 
   Both end in one epilogue that adds the bias, applies relu and, when the op carries
   ``max_pool``, keeps the maximum of each window (the pooled output is all that is written).
@@ -36,8 +38,10 @@ import numpy as np
 from numba import prange
 
 from oar._core.fusion import cached_for, check_dtypes, evaluate_chain
+from oar._core.threads import blas_threads_for
 from oar.nn.functional import fused as _ref
 from oar.nn.functional import pooling as _pool
+from oar_numba._blas import gemm, gemm_for
 from oar_numba._conv import WIDE_CHUNK_BYTES, _wide_patches
 from oar_numba._jit import (
     COMPUTE_SERIAL_BELOW,
@@ -45,6 +49,7 @@ from oar_numba._jit import (
     ParallelKernel,
     parallel,
     scratch,
+    serial,
     split_samples,
     two_ways,
 )
@@ -162,53 +167,91 @@ def _finish(acc, width, b, relu, pool, dst):
 
 
 @two_ways
-def _direct_conv(x, w, bias, top, left, relu, pool, out):
-    """out[n, o] = epilogue(sum over c, i, j of w[o, c, i, j] * xpad[n, c, i:, j:]), stride 1."""
-    batch, channels, height, width = x.shape
+def _direct_conv(x, w, bias, top, left, relu, pool, parts, out):
+    """out[n, o] = epilogue(sum over c, i, j of w[o, c, i, j] * xpad[n, c, i:, j:]), stride 1, in
+    ``parts`` shares of the batch (the threads of the parallel compilation)."""
+    batch, channels = x.shape[0], x.shape[1]
     o_size, _, kh, kw = w.shape
     p = max(pool, 1)
-    oh_size, ow_size = out.shape[2] * p, out.shape[3] * p
-    hp, wp = oh_size + kh - 1, ow_size + kw - 1
-    span = oh_size * wp  # the output's rows at the padded width
-    for n in prange(batch):
+    hp, wp = out.shape[2] * p + kh - 1, out.shape[3] * p + kw - 1
+    span = out.shape[2] * p * wp  # the output's rows at the padded width
+    for part in prange(parts):
+        # per part, made once: the padded sample (its border stays zero: only the inside is
+        # written from sample to sample) and the accumulators
         xp = np.zeros((channels, hp * wp + kw), x.dtype)  # + kw: the last tap's run reads past the end
-        for c in range(channels):
-            for h in range(max(0, top), min(hp, height + top)):
-                lo, hi = max(0, left), min(wp, width + left)
-                src, dst = x[n, c, h - top], xp[c, h * wp:]
-                for k in range(lo, hi):
-                    dst[k] = src[k - left]
         acc = np.empty((2, span), x.dtype)
-        a0, a1 = acc[0], acc[1]
-        # Output channels in pairs: each load of the input serves two multiply-adds (LeNet's
-        # first conv, batch 64: 1.1x); an odd last channel goes alone.
-        for o in range(0, o_size - 1, 2):
-            a0[:] = 0
-            a1[:] = 0
+        for n in range(batch * part // parts, batch * (part + 1) // parts):
+            _direct_sample(x[n], w, bias, top, left, relu, pool, hp, wp, span, xp, acc, out[n])
+
+
+@numba.njit(inline="always")
+def _direct_sample(x, w, bias, top, left, relu, pool, hp, wp, span, xp, acc, out):
+    """One sample of ``_direct_conv``: x [C, H, W] padded into ``xp``, out [O, OH, OW]."""
+    channels, height, width = x.shape
+    o_size, _, kh, kw = w.shape
+    cols = min(width, wp - left)  # a pooled output can leave the last input rows and columns unread
+    for c in range(channels):
+        for h in range(top, min(hp, top + height)):  # padding >= 0
+            src, dst = x[c, h - top], xp[c, h * wp + left:]
+            for k in range(cols):
+                dst[k] = src[k]
+    a0, a1 = acc[0], acc[1]
+    if kh == 3 and kw == 3:
+        # 3x3, the common first layer: a channel's nine taps in one pass, nine loads and one
+        # store per output element instead of an accumulator load and store per tap (LeNet's
+        # first conv, batch 64, 1 thread: 1.2x with the buffers made once per part)
+        for o in range(o_size):
             for c in range(channels):
-                for i in range(kh):
-                    for j in range(kw):
-                        u, v = w[o, c, i, j], w[o + 1, c, i, j]
-                        # a slice, not row[base + t]: numba's negative-index check on a computed
-                        # index keeps LLVM from vectorising the loop (measured 6x slower)
-                        run = xp[c, i * wp + j:i * wp + j + span]
-                        for t in range(span):
-                            r = run[t]
-                            a0[t] += u * r
-                            a1[t] += v * r
-            _finish(a0, wp, bias[o], relu, pool, out[n, o])
-            _finish(a1, wp, bias[o + 1], relu, pool, out[n, o + 1])
-        if o_size % 2:
-            o = o_size - 1
-            a0[:] = 0
-            for c in range(channels):
-                for i in range(kh):
-                    for j in range(kw):
-                        u = w[o, c, i, j]
-                        run = xp[c, i * wp + j:i * wp + j + span]
-                        for t in range(span):
-                            a0[t] += u * run[t]
-            _finish(a0, wp, bias[o], relu, pool, out[n, o])
+                _taps_3x3(xp[c], wp, span, w[o, c], a0, c == 0)
+            _finish(a0, wp, bias[o], relu, pool, out[o])
+        return
+    # Output channels in pairs: each load of the input serves two multiply-adds (LeNet's first
+    # conv, batch 64: 1.1x); an odd last channel goes alone.
+    for o in range(0, o_size - 1, 2):
+        a0[:] = 0
+        a1[:] = 0
+        for c in range(channels):
+            for i in range(kh):
+                for j in range(kw):
+                    u, v = w[o, c, i, j], w[o + 1, c, i, j]
+                    # a slice, not row[base + t]: numba's negative-index check on a computed
+                    # index keeps LLVM from vectorising the loop (measured 6x slower)
+                    run = xp[c, i * wp + j:i * wp + j + span]
+                    for t in range(span):
+                        r = run[t]
+                        a0[t] += u * r
+                        a1[t] += v * r
+        _finish(a0, wp, bias[o], relu, pool, out[o])
+        _finish(a1, wp, bias[o + 1], relu, pool, out[o + 1])
+    if o_size % 2:
+        o = o_size - 1
+        a0[:] = 0
+        for c in range(channels):
+            for i in range(kh):
+                for j in range(kw):
+                    u = w[o, c, i, j]
+                    run = xp[c, i * wp + j:i * wp + j + span]
+                    for t in range(span):
+                        a0[t] += u * run[t]
+        _finish(a0, wp, bias[o], relu, pool, out[o])
+
+
+@numba.njit(inline="always")
+def _taps_3x3(plane, wp, span, k, acc, first):
+    """acc[t] (= if ``first``, else +=) sum over i, j < 3 of k[i, j] * plane[i * wp + j + t]."""
+    k00, k01, k02, k10, k11, k12, k20, k21, k22 = (k[0, 0], k[0, 1], k[0, 2], k[1, 0], k[1, 1], k[1, 2],
+                                                   k[2, 0], k[2, 1], k[2, 2])
+    r00, r01, r02 = plane[0:span], plane[1:1 + span], plane[2:2 + span]
+    r10, r11, r12 = plane[wp:wp + span], plane[wp + 1:wp + 1 + span], plane[wp + 2:wp + 2 + span]
+    r20, r21, r22 = plane[2 * wp:2 * wp + span], plane[2 * wp + 1:2 * wp + 1 + span], plane[2 * wp + 2:2 * wp + 2 + span]
+    if first:
+        for t in range(span):
+            acc[t] = (k00 * r00[t] + k01 * r01[t] + k02 * r02[t] + k10 * r10[t] + k11 * r11[t] + k12 * r12[t]
+                      + k20 * r20[t] + k21 * r21[t] + k22 * r22[t])
+    else:
+        for t in range(span):
+            acc[t] += (k00 * r00[t] + k01 * r01[t] + k02 * r02[t] + k10 * r10[t] + k11 * r11[t] + k12 * r12[t]
+                       + k20 * r20[t] + k21 * r21[t] + k22 * r22[t])
 
 
 @two_ways
@@ -217,6 +260,22 @@ def _wide_epilogue(acc, width, bias, relu, pool, out):
     for nc in prange(batch * channels):
         n, c = nc // channels, nc % channels
         _finish(acc[n, c], width, bias[c], relu, pool, out[n, c])
+
+
+_patches_serial = _wide_patches.serial  # a global name, which compiled code can call
+
+
+@serial
+def _wide_block(x, weights, bias, kh, kw, span, relu, pool, cols, acc, out, address, int_kind):
+    """out[n] = epilogue(weights @ wide patches of x[n]) for every sample, on this thread: one
+    sample's patches (``cols`` [1, taps, span]), product (numpy's BLAS, ``_blas.gemm``) and
+    epilogue (from ``acc`` [O, span]) after another, so that the whole call is one GIL release."""
+    width = x.shape[3]
+    for n in range(x.shape[0]):
+        _patches_serial(x[n:n + 1], kh, kw, span, cols)
+        gemm(address, int_kind, weights, cols[0], acc, 0.0)
+        for o in range(acc.shape[0]):
+            _finish(acc[o], width, bias[o], relu, pool, out[n, o])
 
 
 def _direct_shape(x, w, stride, padding, dilation, groups) -> bool:
@@ -228,10 +287,12 @@ class _Plan:
     """What the shapes and attributes of a ``fused_conv2d`` call decide, worked out once: the
     way ("direct" or "wide"), the output shape and the loop bounds."""
 
-    __slots__ = ("kind", "shape", "top", "left", "pool", "oh", "taps", "span", "step", "small")
+    __slots__ = ("kind", "shape", "top", "left", "pool", "oh", "taps", "span", "step", "small", "blas")
 
-    def __init__(self, kind, x_shape, w_shape, itemsize, padding, pool, oh, shape):
+    def __init__(self, kind, x_shape, w_shape, dtype, padding, pool, oh, shape):
         self.kind, self.shape, self.pool, self.oh = kind, shape, pool, oh
+        self.blas = gemm_for(dtype)  # the wide way's products inside its kernel, where numpy's BLAS allows
+        itemsize = np.dtype(dtype).itemsize
         self.top, self.left = padding[0], padding[2]
         width = x_shape[3]
         self.taps = w_shape[1] * w_shape[2] * w_shape[3]
@@ -254,7 +315,7 @@ def _plan(x, w, stride, padding, dilation, groups, max_pool) -> _Plan | None:
         kind = "wide"
     else:
         return None
-    return _Plan(kind, x.shape, w.shape, x.itemsize, padding, pool, oh, shape)
+    return _Plan(kind, x.shape, w.shape, x.dtype, padding, pool, oh, shape)
 
 
 _plans: dict = {}  # (shapes, dtype, attributes) -> _Plan (or None) for direct calls
@@ -314,13 +375,21 @@ def _run(plan: _Plan, x, w, b, relu: bool):
     if not w.flags.c_contiguous:
         w = np.ascontiguousarray(w)
     if plan.kind == "direct":
-        kernel = _direct_conv.serial if max(x.size * 2, out.size) < COMPUTE_SERIAL_BELOW else _direct_conv.parallel
-        kernel(x, w, bias, plan.top, plan.left, relu, plan.pool, out)
-    elif plan.small:  # batch 1: one chunk, this thread, buffers and their views made once
-        c, a = _small_buffers(x.shape[0], plan.taps, w.shape[0], plan.span, x.dtype)
-        _wide_patches.serial(x, w.shape[2], w.shape[3], plan.span, c)
-        np.matmul(w.reshape(w.shape[0], plan.taps), c, out=a)
-        _wide_epilogue.serial(a, x.shape[3], bias, relu, plan.pool, out)
+        parts = 1 if max(x.size * 2, out.size) < COMPUTE_SERIAL_BELOW else min(numba.get_num_threads(), x.shape[0])
+        # the parallel compilation of a single part ran 1.3x slower than the serial one
+        kernel = _direct_conv.serial if parts == 1 else _direct_conv.parallel
+        kernel(x, w, bias, plan.top, plan.left, relu, plan.pool, parts, out)
+    elif plan.small:  # batch 1: this thread, the buffers made once
+        o = w.shape[0]
+        c, a = _small_buffers(1 if plan.blas else x.shape[0], plan.taps, o, plan.span, x.dtype)
+        if plan.blas is not None:
+            with blas_threads_for(o, plan.taps, plan.span):  # one product per sample: OpenBLAS's threads gain nothing
+                _wide_block(x, w.reshape(o, plan.taps), bias, w.shape[2], w.shape[3], plan.span, relu, plan.pool,
+                            c, a[0], out, *plan.blas)
+        else:
+            _wide_patches.serial(x, w.shape[2], w.shape[3], plan.span, c)
+            np.matmul(w.reshape(o, plan.taps), c, out=a)
+            _wide_epilogue.serial(a, x.shape[3], bias, relu, plan.pool, out)
     else:
         _wide_conv(plan, x, w, bias, relu, out)
     return out
@@ -342,6 +411,12 @@ def _wide_conv(plan: _Plan, x, w, bias, relu, out) -> None:
     weights = w.reshape(o, taps)
 
     def work(first: int, last: int, threaded: bool) -> None:
+        if plan.blas is not None:  # the whole part in one compiled call
+            c, a = _small_buffers(1, taps, o, span, x.dtype)
+            with blas_threads_for(o, taps, span):
+                _wide_block(x[first:last], weights, bias, w.shape[2], w.shape[3], span, relu, plan.pool, c, a[0],
+                            out[first:last], *plan.blas)
+            return
         rows = min(last - first, step)
         buffer = scratch("wide_conv", rows * (taps + o) * span, x.dtype)  # per thread: the patches, then the products
         for start in range(first, last, step):
