@@ -5,6 +5,8 @@
     OAR_DISABLE_PLUGINS=numba python bench/static_infer.py
     python bench/static_infer.py --profile graph --batch 64    # cProfile of one path instead
     python bench/static_infer.py --threads 2 --wall            # 2 threads: wall time (CPU time adds threads up)
+    python bench/static_infer.py --threads 2 --wall --executor-split   # the executor's parts even where
+                                                               # the kernels spread the batch themselves
 
 Each repeat times one call of every path back to back (A, B, A, B, ...), in CPU time
 (``time.process_time``: another process on the same cores shows up much less than in wall time),
@@ -80,8 +82,15 @@ def main() -> None:
     parser.add_argument("--show-program", action="store_true", help="print the optimized program")
     parser.add_argument("--threads", type=int, default=1, help="oar.set_num_threads (read before numpy loads)")
     parser.add_argument("--wall", action="store_true", help="wall time instead of CPU time (for --threads > 1)")
+    parser.add_argument("--executor-split", action="store_true",
+                        help="run large batches in the executor's parts (Python threads) even where the kernels "
+                             "spread a batch over threads themselves (kernel.batch_parallel)")
     args = parser.parse_args()
     oar.set_num_threads(THREADS)
+    if args.executor_split:
+        import oar._core.executor as executor_module
+
+        executor_module._spreads_batch = lambda kernel: False
     from oar.plugins import registries
 
     kernel = registries().kernels.lookup("conv", "cpu", oar.float32)

@@ -329,20 +329,28 @@ def test_small_calls_run_on_the_calling_thread_alone(restore_threads):
     assert probe(np.zeros(SERIAL_BELOW)) == 2
 
 
-def test_openmp_waits_passively_unless_the_user_chose():
+def test_openmp_spins_briefly_unless_the_user_chose():
+    """oar-numba bounds GNU OpenMP's spin after a region (GOMP_SPINCOUNT, _jit.SPIN_ROUNDS) where
+    the user set neither variable; a user's OMP_WAIT_POLICY or GOMP_SPINCOUNT is left as it is."""
     script = """
         import os, oar
         oar.plugins.registries()
-        print(os.environ["OMP_WAIT_POLICY"])
+        print(os.environ.get("OMP_WAIT_POLICY", "-"), os.environ.get("GOMP_SPINCOUNT", "-"))
     """
-    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
     result = subprocess.run([sys.executable, "-c", textwrap.dedent(script)], env=env, capture_output=True, text=True,
                             timeout=120)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.split() == ["PASSIVE"]
-    chosen = run_python(script, OMP_WAIT_POLICY="ACTIVE")
+    from oar_numba._jit import SPIN_ROUNDS
+
+    assert result.stdout.split() == ["-", str(SPIN_ROUNDS)]
+    env["OMP_WAIT_POLICY"] = "PASSIVE"
+    passive = subprocess.run([sys.executable, "-c", textwrap.dedent(script)], env=env, capture_output=True, text=True,
+                             timeout=120)
+    assert passive.stdout.split() == ["PASSIVE", "-"], passive.stderr
+    chosen = run_python(script, GOMP_SPINCOUNT="7")
     assert chosen.returncode == 0, chosen.stderr
-    assert chosen.stdout.split() == ["ACTIVE"]
+    assert chosen.stdout.split()[1] == "7"
 
 
 def test_docstring_examples_run():

@@ -105,3 +105,66 @@ def test_the_parallel_compilation_of_a_two_way_kernel_is_parallel():
     finally:
         numba.set_num_threads(before)
     assert set(ids) == {0, 1}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("rows", [64, 37])
+def test_linear_in_row_shares_over_threads_matches_the_reference(monkeypatch, dtype, rows):
+    """In a program (a node's bound kernel) at 2 threads, a product core keeps on one BLAS thread
+    runs in row shares, one per numba thread (each a BLAS GEMM into rows that start as the
+    bias); BLAS's count is as it was after. Eager calls keep BLAS's way."""
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("numba has one thread here")
+    from oar_numba import KERNELS, _linear
+
+    shares = []
+    linear_parts = _linear._linear_parts
+    monkeypatch.setattr(_linear, "_linear_parts", lambda x, w, b, parts, *rest: (shares.append(parts),
+                                                                                 linear_parts(x, w, b, parts, *rest)))
+    rng = np.random.default_rng(rows)
+    x, w, b = (rng.standard_normal(s).astype(dtype) for s in ((rows, 400), (400, 120), (120,)))
+    before = numba.get_num_threads()
+    oar.set_num_threads(2)
+    try:
+        blas_before = blas_threads()
+        eager = KERNELS["linear"](x, w, b)
+        assert shares == []
+        got = KERNELS["linear"].bind({})(x, w, b)
+        assert blas_threads() == blas_before
+    finally:
+        oar.set_num_threads(before)
+    assert shares == [2]
+    tol = {"rtol": 1e-5, "atol": 1e-4} if dtype == "float32" else {"rtol": 1e-12, "atol": 1e-12}
+    np.testing.assert_allclose(got, x @ w + b, **tol)
+    np.testing.assert_allclose(eager, x @ w + b, **tol)
+
+
+def test_lenet_inference_at_two_threads_runs_its_kernels_in_shares_not_the_executors_parts(monkeypatch):
+    """oar-numba's convolutions and linears spread a batch over numba's threads in compiled code
+    (``batch_parallel``): the executor leaves its own split (Python threads) out, and the
+    results are eager's."""
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("numba has one thread here")
+    from oar_numba import _fused
+
+    from oar.static import InputSpec
+    from oar.vision.models import LeNet
+    from tests.core.static import _threads
+
+    wide_shares = []
+    wide_parts = _fused._wide_parts
+    monkeypatch.setattr(_fused, "_wide_parts", lambda *args: (wide_shares.append(args[8]), wide_parts(*args)))
+    oar.seed(0)
+    model = LeNet()
+    model.eval()
+    x = oar.to_tensor(np.random.default_rng(0).standard_normal((64, 1, 28, 28)).astype(np.float32))
+    with _threads.two_threads():
+        executor_parts = _threads.record_parts(monkeypatch)
+        with oar.no_grad():
+            expected = model(x).numpy()
+            static = oar.jit.to_static(model, input_spec=[InputSpec([None, 1, 28, 28], "float32")])
+            static(x[:2])  # captures
+            wide_shares.clear()
+            got = static(x).numpy()
+    assert executor_parts == [] and wide_shares == [2]
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)

@@ -62,6 +62,31 @@ def test_a_large_batch_splits_and_a_small_one_does_not(two_threads, parts_run):
     assert parts_run == [2]
 
 
+def test_a_program_whose_kernel_spreads_the_batch_itself_runs_in_one_piece(two_threads, parts_run, monkeypatch):
+    """A kernel marked ``batch_parallel`` (oar-numba's convolutions and linears) runs its own
+    threads, without the parts' Python threads and their hand-offs."""
+    kernel_of = executor_module.Executor._kernel
+
+    def kernel_marked_for_transpose(self, i):
+        kernel = kernel_of(self, i)
+        if self.program.nodes[i].op != "transpose":  # an op the fusion passes leave alone
+            return kernel
+
+        def transpose(*args, **attrs):
+            return kernel(*args, **attrs)
+
+        transpose.batch_parallel = True
+        return transpose
+
+    monkeypatch.setattr(executor_module.Executor, "_kernel", kernel_marked_for_transpose)
+    x = oar.rand([2048, 12])
+    with oar.no_grad():
+        static = to_static(per_sample, input_spec=[InputSpec([None, 12], "float32")])
+        static(x[:3])  # captures
+        np.testing.assert_allclose(static(x).numpy(), per_sample(x).numpy(), rtol=1e-6, atol=1e-6)
+    assert parts_run == [] and not _executor(static)._split
+
+
 MIXING = {
     "sum over the batch": lambda x: x.sum(axis=0, keepdim=True) + x,
     "normalised over the batch": lambda x: x.exp() / x.exp().sum(axis=0, keepdim=True),

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import oar
+import oar._core.executor as executor_module
 from oar import nn
 from oar.static import InputSpec
 from oar.vision.models import LeNet
@@ -16,6 +17,9 @@ from tests.core.static import _threads
 
 @pytest.fixture
 def two_threads(monkeypatch):
+    # the split itself, also where a plugin's kernels would spread the batch on their own
+    # (oar-numba's: tests/oar-numba/test_numba_split.py)
+    monkeypatch.setattr(executor_module, "_spreads_batch", lambda kernel: False)
     with _threads.two_threads():
         yield _threads.record_parts(monkeypatch)
 

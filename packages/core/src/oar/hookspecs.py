@@ -72,6 +72,10 @@ def oar_register_kernels(kernels: KernelRegistry) -> None:
     Optionally ``fn.bind(attrs)`` returns a callable of the arrays alone for one static-graph node
     with those attributes (its checks and look-ups done once), or None; the executor calls it once
     per node (``oar._core.executor.Executor``). Eager calls always go through ``fn``.
+
+    A kernel that spreads a large batch over the threads ``oar.set_num_threads`` allows by itself
+    (compiled code, without the GIL) says so with ``fn.batch_parallel = True``: the executor then
+    runs a program that holds it in one piece instead of in per-thread parts of the batch.
     """
 
 

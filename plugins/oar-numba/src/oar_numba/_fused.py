@@ -38,7 +38,7 @@ import numpy as np
 from numba import prange
 
 from oar._core.fusion import cached_for, check_dtypes, evaluate_chain
-from oar._core.threads import blas_threads_for
+from oar._core.threads import blas_threads_for, one_blas_thread
 from oar.nn.functional import fused as _ref
 from oar.nn.functional import pooling as _pool
 from oar_numba._blas import gemm, gemm_for
@@ -47,6 +47,7 @@ from oar_numba._jit import (
     COMPUTE_SERIAL_BELOW,
     SERIAL_BELOW,
     ParallelKernel,
+    always_parallel,
     parallel,
     scratch,
     serial,
@@ -278,6 +279,21 @@ def _wide_block(x, weights, bias, kh, kw, span, relu, pool, cols, acc, out, addr
             _finish(acc[o], width, bias[o], relu, pool, out[n, o])
 
 
+@always_parallel
+def _wide_parts(x, weights, bias, kh, kw, span, relu, pool, parts, out, address, int_kind):
+    """``_wide_block`` over ``parts`` shares of the batch, one per numba thread, each with its own
+    buffers. numba's threads wait for the next region spinning a while (``_jit``), and no part
+    needs the GIL: LeNet's batch 64 at 2 threads ran 0.68-0.70 ms this way against 0.86-0.92 ms
+    in two Python threads (the executor's split), whose every return to Python can sleep."""
+    batch = x.shape[0]
+    for part in prange(parts):
+        cols = np.empty((1, weights.shape[1], span), x.dtype)
+        acc = np.empty((weights.shape[0], span), x.dtype)
+        first, last = batch * part // parts, batch * (part + 1) // parts
+        _wide_block(x[first:last], weights, bias, kh, kw, span, relu, pool, cols, acc, out[first:last], address,
+                    int_kind)
+
+
 def _direct_shape(x, w, stride, padding, dilation, groups) -> bool:
     return (x.ndim == 4 and groups == 1 and stride[0] == stride[1] == 1 and dilation[0] == dilation[1] == 1
             and min(padding) >= 0 and x.size > 0 and w.size > 0 and x.dtype == w.dtype)
@@ -364,6 +380,7 @@ def _bind(attrs: dict):
 
 
 fused_conv2d.bind = _bind
+fused_conv2d.batch_parallel = True  # shares of a large batch on numba's threads (oar._core.executor)
 
 
 def _run(plan: _Plan, x, w, b, relu: bool):
@@ -409,14 +426,18 @@ def _wide_conv(plan: _Plan, x, w, bias, relu, out) -> None:
     n, width = x.shape[0], x.shape[3]
     o, taps, span, step = w.shape[0], plan.taps, plan.span, plan.step
     weights = w.reshape(o, taps)
-
-    def work(first: int, last: int, threaded: bool) -> None:
-        if plan.blas is not None:  # the whole part in one compiled call
+    if plan.blas is not None:  # the whole call in one compiled kernel
+        parts = min(numba.get_num_threads(), n) if n * taps * span >= SPLIT_MIN else 1
+        if parts > 1:  # a share of the batch per numba thread, each product on one BLAS thread
+            with one_blas_thread():
+                _wide_parts(x, weights, bias, w.shape[2], w.shape[3], span, relu, plan.pool, parts, out, *plan.blas)
+        else:
             c, a = _small_buffers(1, taps, o, span, x.dtype)
             with blas_threads_for(o, taps, span):
-                _wide_block(x[first:last], weights, bias, w.shape[2], w.shape[3], span, relu, plan.pool, c, a[0],
-                            out[first:last], *plan.blas)
-            return
+                _wide_block(x, weights, bias, w.shape[2], w.shape[3], span, relu, plan.pool, c, a[0], out, *plan.blas)
+        return
+
+    def work(first: int, last: int, threaded: bool) -> None:
         rows = min(last - first, step)
         buffer = scratch("wide_conv", rows * (taps + o) * span, x.dtype)  # per thread: the patches, then the products
         for start in range(first, last, step):

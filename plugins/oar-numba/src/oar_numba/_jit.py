@@ -24,11 +24,17 @@ import threading
 import types
 from concurrent.futures import ThreadPoolExecutor
 
-# GNU OpenMP (numba's threading layer here) keeps its idle threads spinning for a while after
-# each parallel region; the convolutions alternate numba regions with BLAS products, whose
-# threads would then share cores with spinners. Passive waiting frees the cores at once. This
-# must be set before numba's first parallel call loads libgomp, and a user's own setting wins.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+# GNU OpenMP (numba's threading layer here) keeps its idle threads spinning after each parallel
+# region, by default for 300,000 rounds (about a millisecond), then sleeps; the training step's
+# convolutions alternate numba regions with BLAS products, whose threads then shared cores with
+# spinners. Sleeping at once (OMP_WAIT_POLICY=PASSIVE, what oar-numba set before) costs a wake of
+# 60-90 us per region on the project's virtual machines, where an inference program's regions
+# follow each other a few microseconds apart (LeNet batch 64, 2 threads: 1.07-1.21 ms passive,
+# 0.68-0.70 ms with a short spin). SPIN_ROUNDS keeps the spin short. Set before numba's first
+# parallel call loads libgomp; a user's own OMP_WAIT_POLICY or GOMP_SPINCOUNT wins.
+SPIN_ROUNDS = 30000
+if "OMP_WAIT_POLICY" not in os.environ:
+    os.environ.setdefault("GOMP_SPINCOUNT", str(SPIN_ROUNDS))
 
 import numba  # noqa: E402
 import numpy as np  # noqa: E402
@@ -55,7 +61,7 @@ class ParallelKernel:
     def __init__(self, fn):
         # named apart from a serial compilation of fn (see cache_variant), and from the entries an
         # oar-numba before that fix cached under fn's own name
-        self.jitted = numba.njit(parallel=True, cache=True, nogil=True, fastmath=FASTMATH)(cache_variant(fn, "parallel"))
+        self.jitted = always_parallel(fn)
 
     def __call__(self, *args):
         threads = numba.get_num_threads()
@@ -70,6 +76,12 @@ class ParallelKernel:
 
 def parallel(fn) -> ParallelKernel:
     return ParallelKernel(fn)
+
+
+def always_parallel(fn):
+    """``fn`` compiled with ``parallel=True``, its ``prange`` loops on numba's threads for every
+    call: for kernels that size their parallelism themselves (a ``parts`` argument)."""
+    return numba.njit(parallel=True, cache=True, nogil=True, fastmath=FASTMATH)(cache_variant(fn, "parallel"))
 
 
 def serial(fn):

@@ -6,16 +6,30 @@ into an accumulator that starts as the bias. Against the reference (``bench_kern
 linear``, docs/numba.md): LeNet's [1, 400] @ [400, 120] 1.1x, [1, 84] @ [84, 10] 1.6x, W1's
 [1, 4] @ [4, 4] 1.7x. From four rows on BLAS's blocked GEMM wins (4 rows: 11.7 vs 14.4 us on a
 loaded machine), so a 2-d x of more rows, and any x of more dims, goes to the reference kernel.
+
+In a program (the executor's bound nodes) at more than one thread, a product of
+``PARTS_MIN_ROWS`` rows a thread and more that core keeps on one BLAS thread
+(``oar._core.threads.small_product``: OpenBLAS's threads would spin after it) runs in row shares
+instead, one per numba thread, each a GEMM of numpy's BLAS on one thread (``_blas``) into rows
+that start as the bias: LeNet's [64, 400] @ [400, 120] at batch-64 inference. Not in eager code,
+where such a product sits between BLAS's own threaded products (an MLP's larger layers) and
+numba's thread, spinning after its region (``_jit.SPIN_ROUNDS``), would hold the core BLAS's
+next product wants: W2's step at 2 threads ran 1.3-1.45x slower.
 """
 
 from __future__ import annotations
 
+import numba
 import numpy as np
+from numba import prange
 
+from oar._core.threads import one_blas_thread, small_product
 from oar.nn.functional import common as _ref
-from oar_numba._jit import serial
+from oar_numba._blas import gemm, gemm_for
+from oar_numba._jit import always_parallel, serial
 
 MAX_ROWS = 2  # rows of a 2-d x up to which the loop beats BLAS
+PARTS_MIN_ROWS = 16  # rows per thread from which a product runs in row shares (at more than one thread)
 
 
 @serial
@@ -39,10 +53,40 @@ def _rows_linear(x, w, b, out):
                 acc[j] += xp * wp[j]
 
 
+@always_parallel
+def _linear_parts(x, w, b, parts, out, address, int_kind):
+    """out = x @ w + b in ``parts`` row shares, one per numba thread: each share's rows start as
+    the bias and its GEMM adds the product (beta 1)."""
+    rows = x.shape[0]
+    for part in prange(parts):
+        first, last = rows * part // parts, rows * (part + 1) // parts
+        for r in range(first, last):
+            out[r, :] = b
+        gemm(address, int_kind, x[first:last], w, out[first:last], 1.0)
+
+
+def _fits(x, w, b) -> bool:
+    """The checks numba does not make (it indexes without bounds): a 2-d x, shapes that agree."""
+    return (x.ndim == 2 and x.shape[0] > 0 and w.ndim == 2 and w.shape[0] == x.shape[1] > 0
+            and b.shape == (w.shape[1],) and x.dtype == w.dtype == b.dtype)
+
+
+def _in_parts(x, w, b):
+    """The product in row shares over numba's threads, or None where it does not apply."""
+    parts = min(numba.get_num_threads(), x.shape[0] // PARTS_MIN_ROWS)
+    if parts < 2 or not small_product(x, w) or not (x.flags.c_contiguous and w.flags.c_contiguous):
+        return None
+    blas = gemm_for(x.dtype)
+    if blas is None:
+        return None
+    out = np.empty((x.shape[0], w.shape[1]), x.dtype)
+    with one_blas_thread():
+        _linear_parts(x, w, b, parts, out, *blas)
+    return out
+
+
 def linear(x, w, b):
-    # the checks numba does not make (it indexes without bounds), as few as the hot path allows
-    if (x.ndim == 2 and 0 < x.shape[0] <= MAX_ROWS and w.ndim == 2 and w.shape[0] == x.shape[1] > 0
-            and b.shape == (w.shape[1],) and x.dtype == w.dtype == b.dtype):
+    if _fits(x, w, b) and x.shape[0] <= MAX_ROWS:
         out = np.empty((x.shape[0], w.shape[1]), x.dtype)
         _rows_linear(x, w, b, out)
         return out
@@ -52,22 +96,25 @@ def linear(x, w, b):
 def _bind(attrs: dict):
     """``linear`` for one program node: the checks are made once per input shapes and dtypes, so
     that a batch-1 call is the loop and its output (see ``oar._core.executor``)."""
-    last = [(None, False)]  # ((shapes, dtypes), whether the loop serves them): one tuple, replaced whole
+    last = [(None, False)]  # ((shapes, dtypes), whether they fit the compiled paths): one tuple, replaced whole
 
     def linear_node(x, w, b):
         key = (x.shape, w.shape, b.shape, x.dtype, w.dtype, b.dtype)
         known = last[0]
         if key != known[0]:
-            fits = (x.ndim == 2 and 0 < x.shape[0] <= MAX_ROWS and w.ndim == 2 and w.shape[0] == x.shape[1] > 0
-                    and b.shape == (w.shape[1],) and x.dtype == w.dtype == b.dtype)
-            known = last[0] = (key, fits)
+            known = last[0] = (key, _fits(x, w, b))
         if known[1]:
-            out = np.empty((x.shape[0], w.shape[1]), x.dtype)
-            _rows_linear(x, w, b, out)
-            return out
+            if x.shape[0] <= MAX_ROWS:
+                out = np.empty((x.shape[0], w.shape[1]), x.dtype)
+                _rows_linear(x, w, b, out)
+                return out
+            out = _in_parts(x, w, b)
+            if out is not None:
+                return out
         return _ref._linear_kernel(x, w, b)
 
     return linear_node
 
 
 linear.bind = _bind
+linear.batch_parallel = True  # row shares on numba's threads (oar._core.executor)

@@ -91,6 +91,11 @@ def _per_sample(op, node, values, batched) -> bool:
     return rule is True
 
 
+def _spreads_batch(kernel) -> bool:
+    """Whether ``kernel`` runs a large batch on several threads itself (``kernel.batch_parallel``)."""
+    return bool(getattr(kernel, "batch_parallel", False))
+
+
 def _bound_step(kernel, ins, out, attrs, dead):
     """``run(env)`` for a step of one to three inputs and one output. The result is a local of
     ``run``, gone when it returns: a later step's buffer reuse sees exact reference counts."""
@@ -133,7 +138,10 @@ class Executor:
     After ``oar.set_num_threads(n > 1)``, an inference program whose ops are all per sample
     (``Op.per_sample``, elementwise ops, reshapes that keep the batch first) and whose feeds
     and outputs all have a dynamic first dim runs a large enough batch in ``n`` parts, one per
-    thread (``run_in_parts``), and joins the outputs: one hand-off per call.
+    thread (``run_in_parts``), and joins the outputs: one hand-off per call. Unless one of its
+    kernels says it spreads a batch over the threads itself (``kernel.batch_parallel = True``,
+    as oar-numba's convolutions and linears do in compiled code, without the GIL): the parts'
+    Python threads would only add their hand-offs to that.
 
     >>> import oar
     >>> from oar.jit import to_static
@@ -234,6 +242,8 @@ class Executor:
                     # flatten all but the batch (before a classifier's linears): a plain reshape,
                     # without the op's axis arithmetic on every call (batch 1: 1.7 -> 0.3 us)
                     kernel, attrs = _flatten_batch(kernel, attrs, rank), {}
+            if frees is not None and _spreads_batch(kernel):  # a main step's kernel spreads the
+                self._split = False  # batch itself (see Executor)
             bind = getattr(kernel, "bind", None)
             if bind is not None and not inplace:
                 bound = bind(attrs)  # the kernel specialised for this node's attributes (see Executor)
