@@ -167,22 +167,30 @@ def _finish(acc, width, b, relu, pool, dst):
                 dst[oh, ow] = (zero if v < zero else v) if relu else v
 
 
-@two_ways
-def _direct_conv(x, w, bias, top, left, relu, pool, parts, out):
-    """out[n, o] = epilogue(sum over c, i, j of w[o, c, i, j] * xpad[n, c, i:, j:]), stride 1, in
-    ``parts`` shares of the batch (the threads of the parallel compilation)."""
-    batch, channels = x.shape[0], x.shape[1]
+@serial
+def _direct_conv(x, w, bias, top, left, relu, pool, out):
+    """out[n, o] = epilogue(sum over c, i, j of w[o, c, i, j] * xpad[n, c, i:, j:]), stride 1, on
+    this thread, with the padded sample (its border stays zero: only the inside is written from
+    sample to sample) and the accumulators made once."""
+    channels = x.shape[1]
     o_size, _, kh, kw = w.shape
     p = max(pool, 1)
     hp, wp = out.shape[2] * p + kh - 1, out.shape[3] * p + kw - 1
     span = out.shape[2] * p * wp  # the output's rows at the padded width
+    xp = np.zeros((channels, hp * wp + kw), x.dtype)  # + kw: the last tap's run reads past the end
+    acc = np.empty((2, span), x.dtype)
+    for n in range(x.shape[0]):
+        _direct_sample(x[n], w, bias, top, left, relu, pool, hp, wp, span, xp, acc, out[n])
+
+
+@always_parallel
+def _direct_parts(x, w, bias, top, left, relu, pool, parts, out):
+    """``_direct_conv`` over ``parts`` shares of the batch, one per numba thread. Each share calls
+    the serial compilation: the loops inlined into a parallel region ran 1.3x slower."""
+    batch = x.shape[0]
     for part in prange(parts):
-        # per part, made once: the padded sample (its border stays zero: only the inside is
-        # written from sample to sample) and the accumulators
-        xp = np.zeros((channels, hp * wp + kw), x.dtype)  # + kw: the last tap's run reads past the end
-        acc = np.empty((2, span), x.dtype)
-        for n in range(batch * part // parts, batch * (part + 1) // parts):
-            _direct_sample(x[n], w, bias, top, left, relu, pool, hp, wp, span, xp, acc, out[n])
+        first, last = batch * part // parts, batch * (part + 1) // parts
+        _direct_conv(x[first:last], w, bias, top, left, relu, pool, out[first:last])
 
 
 @numba.njit(inline="always")
@@ -393,9 +401,10 @@ def _run(plan: _Plan, x, w, b, relu: bool):
         w = np.ascontiguousarray(w)
     if plan.kind == "direct":
         parts = 1 if max(x.size * 2, out.size) < COMPUTE_SERIAL_BELOW else min(numba.get_num_threads(), x.shape[0])
-        # the parallel compilation of a single part ran 1.3x slower than the serial one
-        kernel = _direct_conv.serial if parts == 1 else _direct_conv.parallel
-        kernel(x, w, bias, plan.top, plan.left, relu, plan.pool, parts, out)
+        if parts == 1:
+            _direct_conv(x, w, bias, plan.top, plan.left, relu, plan.pool, out)
+        else:
+            _direct_parts(x, w, bias, plan.top, plan.left, relu, plan.pool, parts, out)
     elif plan.small:  # batch 1: this thread, the buffers made once
         o = w.shape[0]
         c, a = _small_buffers(1 if plan.blas else x.shape[0], plan.taps, o, plan.span, x.dtype)
