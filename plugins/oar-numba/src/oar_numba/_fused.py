@@ -208,7 +208,7 @@ def _direct_sample(x, w, bias, top, left, relu, pool, hp, wp, span, xp, acc, out
     if kh == 3 and kw == 3:
         # 3x3, the common first layer: a channel's nine taps in one pass, nine loads and one
         # store per output element instead of an accumulator load and store per tap (LeNet's
-        # first conv, batch 64, 1 thread: 1.2x with the buffers made once per part)
+        # first conv + pool, batch 64, 1 thread: 0.260 -> 0.164 ms with the buffers made once)
         for o in range(o_size):
             for c in range(channels):
                 _taps_3x3(xp[c], wp, span, w[o, c], a0, c == 0)
