@@ -43,9 +43,36 @@ def test_conv_and_weight_grad_split_by_samples_match_the_reference(monkeypatch):
         assert blas_threads() == blas_before
     finally:
         oar.set_num_threads(before)
-    assert sorted(parts) == [(0, 4), (0, 4), (4, 9), (4, 9)]  # 9 samples in two parts, per call
+    # 9 samples in 8 shares (4 per thread), per call, taken in turn by the two threads
+    shares = [(0, 1), (1, 2), (2, 3), (3, 4), (4, 5), (5, 6), (6, 7), (7, 9)]
+    assert sorted(parts) == sorted(shares * 2)
     np.testing.assert_allclose(y, reference._conv_kernel(x, w, *args, 1), rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(dw, reference._conv_weight_grad_kernel(x, g, (3, 3), *args, 1), rtol=1e-4, atol=1e-3)
+
+
+def test_a_slower_thread_takes_fewer_shares():
+    """Shares are taken in turn: while the calling thread is held up on its first share, the
+    other thread runs the rest (with fixed halves the caller would then wait for its own)."""
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("numba has one thread here")
+    import threading
+    import time
+
+    ran = []
+
+    def work(start, stop):
+        caller = threading.current_thread() is threading.main_thread()
+        ran.append((start, stop, caller))
+        time.sleep(0.2 if caller else 0.005)  # the calling thread's share is slow
+
+    before = numba.get_num_threads()
+    oar.set_num_threads(2)
+    try:
+        _jit.split_samples(work, 8, 1 << 30)
+    finally:
+        oar.set_num_threads(before)
+    assert sorted((start, stop) for start, stop, _ in ran) == [(k, k + 1) for k in range(8)]
+    assert sum(caller for *_, caller in ran) <= 2  # the caller ran its slow first share, maybe one more
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])

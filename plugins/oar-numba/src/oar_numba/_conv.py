@@ -18,7 +18,7 @@ into the output's layout: nothing is transposed afterwards. (One GEMM per chunk 
 channel-major patches, which gives BLAS's threads fewer forks and joins, measured no faster at
 two threads on an idle machine, and slower at one.)
 
-With ``oar.set_num_threads(k > 1)``, ``conv`` and ``conv_weight_grad`` give each of k threads
+With ``oar.set_num_threads(k > 1)``, ``conv`` and ``conv_weight_grad`` give k threads shares of
 whole samples, BLAS and numba at one thread inside (``_jit.split_samples``), instead of forking
 BLAS's threads for every per-sample product: one join per call rather than one per product.
 

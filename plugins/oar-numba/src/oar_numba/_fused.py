@@ -492,9 +492,10 @@ def _small_buffers(n, taps, o, span, dtype):
 # The wide convolution's per-sample GEMMs are small (LeNet's: [16, 150] @ [150, 136]), BLAS's
 # threads gain little on them, and each chunk's patch copy and epilogue fork and join numba's
 # pool around them; the 2-thread suite ran this conv no faster than 1 thread. So with more
-# threads the batch is split instead: k contiguous parts, each on its own thread with the serial
-# kernels and BLAS pinned to one thread (_jit.split_samples, which training's convs use with a
-# higher bound). Handing a part to another thread costs tens of microseconds; below SPLIT_MIN
+# threads the batch is split instead: in shares of samples on numba's threads (_wide_parts), or,
+# where BLAS cannot be called from compiled code, over Python threads (_jit.split_samples, which
+# training's convs use with a higher bound), each share with the serial kernels and BLAS pinned
+# to one thread. Handing work to another thread costs tens of microseconds; below SPLIT_MIN
 # elements of patches the calling thread does it all (batch 1 never wakes a thread).
 SPLIT_MIN = 1 << 18
 

@@ -19,6 +19,7 @@ the work of a few thousand elements is done in microseconds.
 
 from __future__ import annotations
 
+import itertools
 import os
 import threading
 import types
@@ -156,6 +157,13 @@ def scratch(name: str, size: int, dtype) -> np.ndarray:
 # Handing work to another thread costs tens of microseconds: LeNet's convolutions (up to 1M
 # elements of patches) ran slower split (W3 at 2 threads 8.1 -> 8.9 ms), ResNet's (9.4M) 2x faster.
 SPLIT_BELOW = 1 << 22
+# Shares per thread, taken in turn rather than one fixed half each: the thread that starts late
+# (a wake costs 60-90 us here) or whose core is busy takes fewer. With halves, W4's step at 2
+# threads spent 12.7 ms of its 96 ms (cProfile) with the calling thread waiting for the other's
+# half; with shares that wait is gone from the profile, but the step gained little: medians of
+# four alternating processes 109 ms with one share per thread, 106 with 4, 105 with 8. The
+# threads are slower side by side than alone, whoever does the work.
+SHARES_PER_THREAD = 4
 _split_pool: ThreadPoolExecutor | None = None
 
 
@@ -171,9 +179,10 @@ def _on_one_thread(work, start: int, stop: int) -> None:
 def split_samples(work, n: int, size: int, min_size: int | None = None) -> None:
     """Run ``work(start, stop)`` over ``[0, n)``: in one call, or, with ``oar.set_num_threads(k > 1)``,
     threadpoolctl to pin BLAS and ``size`` (the elements the work touches) at least
-    ``min_size`` (default ``SPLIT_BELOW``), in k contiguous parts on k threads (the calling one included), each running
-    BLAS and numba on its own thread. ``work`` must write disjoint outputs per part (or keep
-    per-part sums)."""
+    ``min_size`` (default ``SPLIT_BELOW``), in up to ``SHARES_PER_THREAD * k`` contiguous shares
+    that k threads (the calling one included) take in turn, each running BLAS and numba on its
+    own thread. ``work`` must write disjoint outputs per share (or keep per-share sums, keyed by
+    ``start``)."""
     global _split_pool
     threads = min(numba.get_num_threads(), n) if size >= (SPLIT_BELOW if min_size is None else min_size) else 1
     if threads <= 1 or not blas_controllers():  # BLAS that cannot be pinned would oversubscribe
@@ -181,11 +190,18 @@ def split_samples(work, n: int, size: int, min_size: int | None = None) -> None:
         return
     if _split_pool is None:
         _split_pool = ThreadPoolExecutor(numba.config.NUMBA_NUM_THREADS - 1, thread_name_prefix="oar-numba")
-    bounds = [n * k // threads for k in range(threads + 1)]
+    shares = min(n, threads * SHARES_PER_THREAD)
+    bounds = [n * k // shares for k in range(shares + 1)]
+    taken = itertools.count()
+
+    def take_shares() -> None:
+        while (k := next(taken)) < shares:  # next() on a count is atomic: each share runs once
+            _on_one_thread(work, bounds[k], bounds[k + 1])
+
     with one_blas_thread():
-        futures = [_split_pool.submit(_on_one_thread, work, bounds[k], bounds[k + 1]) for k in range(1, threads)]
+        futures = [_split_pool.submit(take_shares) for _ in range(1, threads)]
         try:
-            _on_one_thread(work, bounds[0], bounds[1])
+            take_shares()
         finally:
             for future in futures:
                 future.result()
