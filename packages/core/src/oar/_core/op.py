@@ -64,6 +64,17 @@ def same_samples(attrs: dict, in_shapes: list, out_shapes: list) -> bool:
     return math.prod(before[1:]) == math.prod(after[1:])
 
 
+def axis_not_batch(attr: str) -> Callable[[dict, list, list], bool]:
+    """The ``per_sample`` rule of an op that works along the axis named by attribute ``attr``
+    (softmax's ``axis``, layer norm's ``begin_norm_axis``): per sample unless that axis is the
+    first, the batch's."""
+
+    def rule(attrs: dict, in_shapes: list, out_shapes: list) -> bool:
+        return attrs[attr] % len(in_shapes[0]) != 0
+
+    return rule
+
+
 class TensorMeta(NamedTuple):
     """What tracing knows about a value: its shape (``None`` for a dynamic dim) and dtype."""
 

@@ -20,7 +20,7 @@ import numpy as np
 
 import oar
 from oar._core import dtypes as _dt
-from oar._core.op import AMP_FP32, Op, TensorMeta
+from oar._core.op import AMP_FP32, Op, TensorMeta, axis_not_batch
 from oar._ops._common import Tensor, as_tensor, dispatch, fmt_shape, normalize_axis
 from oar._ops.elementwise import _erf_kernel, sigmoid, tanh
 from oar.errors import ArgumentError, DTypeError, ShapeError
@@ -250,13 +250,8 @@ def _softmax_meta(x: TensorMeta, axis) -> TensorMeta:
     return x
 
 
-def _axis_not_batch(attrs, in_shapes, out_shapes) -> bool:
-    """The per-sample rule of an op along ``axis``: any axis but the first."""
-    return attrs["axis"] % len(in_shapes[0]) != 0
-
-
 softmax_op = Op("softmax", reference=_softmax_kernel, meta=_softmax_meta, amp=AMP_FP32, dtypes=FLOATS,
-                per_sample=_axis_not_batch)
+                per_sample=axis_not_batch("axis"))
 
 
 @softmax_op.defgrad
@@ -299,7 +294,7 @@ def _log_softmax_meta(x: TensorMeta, axis) -> TensorMeta:
 
 
 log_softmax_op = Op("log_softmax", reference=_log_softmax_kernel, meta=_log_softmax_meta, amp=AMP_FP32, dtypes=FLOATS,
-                    per_sample=_axis_not_batch)
+                    per_sample=axis_not_batch("axis"))
 
 
 @log_softmax_op.defgrad

@@ -28,7 +28,7 @@ import numpy as np
 
 import oar
 from oar._core import dtypes as _dt
-from oar._core.op import AMP_FP32, Op, TensorMeta
+from oar._core.op import AMP_FP32, Op, TensorMeta, axis_not_batch
 from oar._ops._common import Tensor, as_tensor, dispatch, fmt_shape
 from oar._ops.shape import reshape_to
 from oar.errors import ArgumentError, DTypeError, ShapeError
@@ -189,7 +189,7 @@ def _layer_norm_meta(x: TensorMeta, weight: TensorMeta, bias: TensorMeta, begin_
 
 
 layer_norm_op = StatsOp("layer_norm", reference=_layer_norm_kernel, meta=_layer_norm_meta, amp=AMP_FP32, dtypes=FLOATS,
-                        num_outputs=3, per_sample=lambda attrs, ins, outs: attrs["begin_norm_axis"] % len(ins[0]) != 0)
+                        num_outputs=3, per_sample=axis_not_batch("begin_norm_axis"))
 
 
 @layer_norm_op.defgrad
@@ -373,7 +373,7 @@ def _batch_norm_infer_meta(x, weight, bias, mean, var, channel_axis, epsilon):
 
 batch_norm_infer_op = Op("batch_norm_infer", reference=_batch_norm_infer_kernel, meta=_batch_norm_infer_meta,
                          amp=AMP_FP32, dtypes=FLOATS,
-                         per_sample=lambda attrs, ins, outs: attrs["channel_axis"] % len(ins[0]) != 0)
+                         per_sample=axis_not_batch("channel_axis"))
 
 
 @batch_norm_infer_op.defgrad
