@@ -211,8 +211,12 @@ CONV_PROBLEMS = [  # (x shape, w shape, stride, padding, dilation, groups)
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("problem", CONV_PROBLEMS, ids=["2d_groups", "2d_cropping", "1d_depthwise"])
 @pytest.mark.parametrize("chunk_bytes", [1, 3000, 1 << 20], ids=["sample_chunks", "uneven_chunks", "one_chunk"])
-def test_convolutions_in_chunks_agree_with_the_references(monkeypatch, dtype, problem, chunk_bytes):
+@pytest.mark.parametrize("blas_in_kernels", [True, False], ids=["blas_in_kernels", "numpy_products"])
+def test_convolutions_in_chunks_agree_with_the_references(monkeypatch, dtype, problem, chunk_bytes, blas_in_kernels):
+    """The chunked path: grouped convolutions, and every one where compiled code cannot call BLAS."""
     monkeypatch.setattr(_conv, "CHUNK_BYTES", chunk_bytes)
+    if not blas_in_kernels:
+        monkeypatch.setattr(_conv, "gemm_for", lambda dtype: None)
     x_shape, w_shape, stride, padding, dilation, groups = problem
     rng = np.random.default_rng(3)
     x = rng.standard_normal(x_shape).astype(dtype)
@@ -227,6 +231,39 @@ def test_convolutions_in_chunks_agree_with_the_references(monkeypatch, dtype, pr
     w_t = rng.standard_normal((y.shape[1], x_shape[1] // groups, *w_shape[2:])).astype(dtype)
     t_attrs = {**attrs, "output_padding": [1 if s > 1 else 0 for s in stride]}
     assert_same(KERNELS["conv_transpose"](g, w_t, **t_attrs), reference("conv_transpose")(g, w_t, **t_attrs), dtype)
+
+
+BAND_PROBLEMS = [  # (x shape, w shape, stride, padding, dilation): groups 1, BLAS inside the kernels
+    ((3, 4, 9, 8), (5, 4, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1]),  # stride 1, padded: a band's rows as one run
+    ((2, 3, 7, 7), (4, 3, 2, 3), [1, 1], [2, 0, 0, 2], [1, 1]),  # uneven padding, rows past the input
+    ((5, 3, 11, 6), (4, 3, 3, 3), [1, 2], [2, -1, 1, 0], [2, 1]),  # strided, dilated, cropped: row by row
+    ((4, 3, 13), (6, 3, 4), [2], [2, 1], [1]),  # 1-d, as 2-d of height 1
+]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("problem", BAND_PROBLEMS, ids=["padded", "uneven_padding", "strided_cropping", "1d"])
+@pytest.mark.parametrize("band_bytes", [1, 700, 1 << 20], ids=["row_bands", "uneven_bands", "one_band"])
+def test_convolutions_in_bands_agree_with_the_references(monkeypatch, dtype, problem, band_bytes):
+    if _conv.gemm_for(dtype) is None:
+        pytest.skip("numpy's BLAS here cannot be called from compiled code: the chunked path runs (tested above)")
+    monkeypatch.setattr(_conv, "BAND_BYTES", band_bytes)
+    x_shape, w_shape, stride, padding, dilation = problem
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal(x_shape).astype(dtype)
+    w = rng.standard_normal(w_shape).astype(dtype)
+    attrs = {"stride": stride, "padding": padding, "dilation": dilation, "groups": 1}
+    y = reference("conv")(x, w, **attrs)
+    assert_same(KERNELS["conv"](x, w, **attrs), y, dtype)
+    g = rng.standard_normal(y.shape).astype(dtype)
+    assert_same(KERNELS["conv_weight_grad"](x, g, kernel_size=list(w_shape[2:]), **attrs),
+                reference("conv_weight_grad")(x, g, kernel_size=list(w_shape[2:]), **attrs), dtype)
+
+
+def test_band_rows_are_nearly_equal_and_within_the_budget():
+    assert _conv._band_rows(288, 32, 32, 4) == 11  # ResNet's block conv: 11, 11, 10 rows (at most 14 in 512 KB)
+    assert _conv._band_rows(288, 32, 32, 4 << 20) == 1  # a row at least
+    assert _conv._band_rows(27, 32, 32, 4) == 32  # a stem's patches: the whole sample in one band
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])

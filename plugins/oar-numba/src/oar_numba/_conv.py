@@ -30,12 +30,14 @@ as 2-d ones of height 1; 3-d ones go to the reference kernels.
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 from numba import prange
 
 from oar._core.threads import blas_threads_for
 from oar.nn.functional import conv as _ref
-from oar_numba._jit import parallel, scratch, split_samples, two_ways
+from oar_numba._blas import gemm, gemm_for, gemm_nt
+from oar_numba._jit import parallel, scratch, serial, split_samples, two_ways
 
 CHUNK_BYTES = 4 << 20  # patches of this many bytes (at least one sample's) per chunk
 WIDE_CHUNK_BYTES = 512 << 10  # wide patches per chunk: they stay in L2 between the copy and the GEMM
@@ -118,6 +120,108 @@ def _col2im(cols, kh, kw, sh, sw, top, left, dh, dw, out):
                     else:
                         for iw in range(lo, hi):
                             dst[iw * sw + start] += row[iw]
+
+
+# -- bands of output rows: patches and product in one compiled call ------------------------------
+# A sample's whole patch matrix (ResNet's 3x3 block conv: [288, 1024], 1.2 MB) leaves L2 before
+# its GEMM reads it, and a chunk of several samples (what ``_patches`` makes) leaves it further:
+# the same product ran 11.9 ms on the batch's patches written beforehand and 7.4 ms on a band
+# of 8 output rows ([288, 256], 295 KB) that stays in cache. So where numpy's BLAS can be called
+# from compiled code (``_blas``), a convolution and its weight gradient go band by band: the
+# band's patches, then its GEMM, one compiled call for a whole share of samples (one GIL release).
+BAND_BYTES = 512 << 10  # a band's patches at most (ResNet's block conv: 11 rows, 396 KB)
+
+
+@numba.njit(inline="always")
+def _band_patches(x, r0, rows, kh, kw, sh, sw, top, left, dh, dw, ow_size, cols):
+    """cols[(c, i, j), (oh - r0) * OW + ow] = x[c, oh * sh - top + i * dh, ow * sw - left + j * dw]
+    (0 outside) for the output rows ``oh`` in [r0, r0 + rows): a band of one sample's patch matrix
+    (x [C, H, W] C-contiguous, cols [C * kh * kw, rows * OW]). The index rule is ``_im2col``'s."""
+    channels, height, width = x.shape
+    for c in range(channels):
+        plane = x[c].reshape(-1)
+        for i in range(kh):
+            for j in range(kw):
+                block = cols[(c * kh + i) * kw + j]
+                start = j * dw - left
+                lo = 0 if start >= 0 else (-start + sw - 1) // sw
+                hi = min(ow_size, (width - start + sw - 1) // sw) if start < width else 0
+                lo = min(lo, ow_size)
+                hi = max(lo, hi)
+                if sh == 1 and sw == 1 and ow_size == width and hi > lo:
+                    # the band's rows inside the input as one run, as in _im2col (see there)
+                    first = min(max(r0, top - i * dh), r0 + rows)
+                    stop = max(first, min(r0 + rows, height + top - i * dh))
+                    if stop > first:
+                        a, b = (first - r0) * width + lo, (stop - 1 - r0) * width + hi
+                        run, src = block[a:b], plane[a + (r0 - top + i * dh) * width + start:]
+                        for t in range(b - a):  # a loop: a slice assignment copies through a temporary
+                            run[t] = src[t]
+                        for row in range((first - r0) * width, (stop - r0) * width, width):
+                            for ow in range(lo):
+                                block[row + ow] = 0
+                            for ow in range(hi, width):
+                                block[row + ow] = 0
+                    for t in range((first - r0) * width):
+                        block[t] = 0
+                    for t in range((stop - r0) * width, rows * width):
+                        block[t] = 0
+                    continue
+                for q in range(rows):
+                    h = (r0 + q) * sh - top + i * dh
+                    row = block[q * ow_size:(q + 1) * ow_size]
+                    if h < 0 or h >= height:
+                        for ow in range(ow_size):
+                            row[ow] = 0
+                        continue
+                    for ow in range(lo):
+                        row[ow] = 0
+                    for ow in range(hi, ow_size):
+                        row[ow] = 0
+                    src = x[c, h]
+                    if sw == 1:
+                        run = src[lo + start:hi + start]
+                        for ow in range(hi - lo):
+                            row[lo + ow] = run[ow]
+                    else:
+                        for ow in range(lo, hi):
+                            row[ow] = src[ow * sw + start]
+
+
+@serial
+def _conv_bands(x, weights, kh, kw, sh, sw, top, left, dh, dw, oh_size, ow_size, band, buffer, y, address,
+                int_kind):
+    """y[n, :, band's positions] = weights @ the band's patches, sample after sample and band
+    after band (x [N, C, H, W], weights [O, taps], y [N, O, OH * OW], ``buffer`` at least
+    taps * band * OW elements)."""
+    taps = weights.shape[1]
+    for n in range(x.shape[0]):
+        for r0 in range(0, oh_size, band):
+            rows = min(band, oh_size - r0)
+            cols = buffer[:taps * rows * ow_size].reshape(taps, rows * ow_size)
+            _band_patches(x[n], r0, rows, kh, kw, sh, sw, top, left, dh, dw, ow_size, cols)
+            gemm(address, int_kind, weights, cols, y[n, :, r0 * ow_size:(r0 + rows) * ow_size], 0.0)
+
+
+@serial
+def _weight_grad_bands(x, g, kh, kw, sh, sw, top, left, dh, dw, oh_size, ow_size, band, buffer, dw_t, address,
+                       int_kind):
+    """dw_t [taps, O] += the band's patches @ g's band transposed, over every sample and band of
+    output rows (g [N, O, OH * OW]): the long side (taps) as the GEMM's rows, as ``conv_weight_grad``."""
+    taps = dw_t.shape[0]
+    for n in range(x.shape[0]):
+        for r0 in range(0, oh_size, band):
+            rows = min(band, oh_size - r0)
+            cols = buffer[:taps * rows * ow_size].reshape(taps, rows * ow_size)
+            _band_patches(x[n], r0, rows, kh, kw, sh, sw, top, left, dh, dw, ow_size, cols)
+            gemm_nt(address, int_kind, cols, g[n, :, r0 * ow_size:(r0 + rows) * ow_size], dw_t, 1.0)
+
+
+def _band_rows(taps: int, ow: int, oh: int, itemsize: int) -> int:
+    """Output rows per band: patches of at most ``BAND_BYTES`` (one row at least), in bands of
+    nearly equal height (32 rows at 14 a band: 11, 11, 10, not 14, 14, 4)."""
+    most = max(1, min(oh, BAND_BYTES // (taps * ow * itemsize)))
+    return -(-oh // -(-oh // most))
 
 
 # -- wide patches: stride-1 convolutions without padding -----------------------------------------
@@ -286,6 +390,21 @@ def conv(x, w, stride, padding, dilation, groups):
     out_hw = (1, out[0]) if x.ndim == 3 else out
     n, c, o = x.shape[0], x.shape[1], w.shape[0]
     positions = out_hw[0] * out_hw[1]
+    blas = gemm_for(x.dtype) if groups == 1 and x.dtype == w.dtype else None
+    if blas is not None:  # band by band, in compiled code (see BAND_BYTES)
+        weights2 = np.ascontiguousarray(w).reshape(o, -1)
+        taps = weights2.shape[1]
+        band = _band_rows(taps, out_hw[1], out_hw[0], x.itemsize)
+        y3 = np.empty((n, o, positions), x.dtype)
+
+        def band_samples(first, last):
+            buffer = scratch("band_patches", taps * band * out_hw[1], x.dtype)
+            with blas_threads_for(o, taps, band * out_hw[1]):
+                _conv_bands(x4[first:last], weights2, *kernel, *stride2, *pads, *dilation2, *out_hw, band, buffer,
+                            y3[first:last], *blas)
+
+        split_samples(band_samples, n, n * taps * positions)
+        return y3.reshape(n, o, *out)
     weights = np.ascontiguousarray(w).reshape(groups, o // groups, -1)  # [G, O/G, C/G * K]
     y = np.empty((n, groups, o // groups, positions), x.dtype)
 
@@ -307,6 +426,23 @@ def conv_weight_grad(x, g, kernel_size, stride, padding, dilation, groups):
     out_hw = (1, g.shape[2]) if x.ndim == 3 else g.shape[2:]
     n, c, o = x.shape[0], x.shape[1], g.shape[1]
     positions = out_hw[0] * out_hw[1]
+    blas = gemm_for(x.dtype) if groups == 1 and x.dtype == g.dtype else None
+    if blas is not None:  # band by band, in compiled code (see BAND_BYTES)
+        taps = c * kernel[0] * kernel[1]
+        band = _band_rows(taps, out_hw[1], out_hw[0], x.itemsize)
+        g3 = np.ascontiguousarray(g).reshape(n, o, positions)
+        band_sums = {}  # per part of the samples (see split_samples), added up after
+
+        def band_samples(first, last):
+            dw_t = band_sums[first] = np.zeros((taps, o), x.dtype)
+            buffer = scratch("band_patches", taps * band * out_hw[1], x.dtype)
+            with blas_threads_for(taps, band * out_hw[1], o):
+                _weight_grad_bands(x4[first:last], g3[first:last], *kernel, *stride2, *pads, *dilation2, *out_hw,
+                                   band, buffer, dw_t, *blas)
+
+        split_samples(band_samples, n, n * taps * positions)
+        dw_t = sum(band_sums[first] for first in sorted(band_sums))
+        return np.ascontiguousarray(dw_t.T).reshape(o, c, *kernel_size)
     grads = np.ascontiguousarray(g).reshape(n, groups, o // groups, positions).transpose(0, 1, 3, 2)
     # dw.T = sum over samples of cols[n] @ g[n].T: the long side (channels x kernel) as the GEMM's
     # rows and the few output channels as its columns, which BLAS runs faster than g[n] @ cols[n].T

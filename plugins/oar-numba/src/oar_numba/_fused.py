@@ -38,7 +38,7 @@ import numpy as np
 from numba import prange
 
 from oar._core.fusion import cached_for, check_dtypes, evaluate_chain
-from oar._core.threads import blas_threads_for, one_blas_thread
+from oar._core.threads import blas_threads_for, one_blas_thread, pins_blas
 from oar.nn.functional import fused as _ref
 from oar.nn.functional import pooling as _pool
 from oar_numba._blas import gemm, gemm_for
@@ -362,29 +362,69 @@ def fused_conv2d(x, w, b=None, stride=(1, 1), padding=(0, 0, 0, 0), dilation=(1,
 
 def _bind(attrs: dict):
     """``fused_conv2d`` for one program node (see ``oar._core.executor``): the attributes are read
-    once, and the plan is kept for the last input shapes, so that a call does little but run the
-    kernels (LeNet at batch 1: the checks and look-ups were a fifth of its convolutions' time)."""
+    once, and what a call needs besides its input (plan, weights as a matrix, checked bias,
+    buffers' shapes) is worked out for the last input shape, weights and bias, so that a call does
+    little but run the kernels (LeNet at batch 1: the checks and look-ups were a fifth of its
+    convolutions' time)."""
     act = attrs.get("act")
     if act not in (None, "relu"):
         return None
     relu = act == "relu"
     stride, padding, dilation = tuple(attrs["stride"]), tuple(attrs["padding"]), tuple(attrs["dilation"])
     groups, max_pool = attrs["groups"], attrs.get("max_pool")
-    last = [(None, None)]  # ((x shape, w shape, dtypes), its plan): one tuple, read and replaced whole
+    # (x's shape, x's dtype, w, b, the call): one tuple, read and replaced whole, since threads
+    # running parts of a batch share this node (Executor._run_split). w and b are compared by
+    # identity: a program's parameters are the same arrays from call to call.
+    last = [(None, None, None, None, None)]
 
     def fused_conv2d_node(x, w, b=None):
         if b is None:
             return fused_conv2d(x, w, b, **attrs)
-        key = (x.shape, w.shape, x.dtype, w.dtype)
-        known = last[0]  # threads running parts of a batch share this node (Executor._run_split)
-        if key != known[0]:
-            known = last[0] = (key, _plan(x, w, stride, padding, dilation, groups, max_pool))
-        plan = known[1]
-        if plan is None:
-            return _general(x, w, b, stride, padding, dilation, groups, relu, max_pool)
-        return _run(plan, x, w, b, relu)
+        known = last[0]
+        if x.shape != known[0] or w is not known[2] or b is not known[3] or x.dtype != known[1]:
+            plan = _plan(x, w, stride, padding, dilation, groups, max_pool)
+            known = last[0] = (x.shape, x.dtype, w, b, _call_for(plan, x, w, b, relu, (stride, padding, dilation,
+                                                                                        groups, max_pool)))
+        return known[4](x)
 
     return fused_conv2d_node
+
+
+def _call_for(plan: _Plan | None, x, w, b, relu: bool, general_attrs: tuple):
+    """``call(x)``: the node's convolution of inputs of ``x``'s shape and dtype with this ``w`` and
+    ``b``, with everything that does not depend on ``x``'s values decided here."""
+    if plan is None:
+        return lambda x: _general(x, w, b, *general_attrs[:4], relu, general_attrs[4])
+    kept = b.ndim == 1 and b.dtype == x.dtype and b.flags.c_contiguous and w.flags.c_contiguous
+    if not kept:  # a converted copy would miss in-place changes of w or b: convert on every call
+        return lambda x: _run(plan, x, w, b, relu)
+    shape, dtype, top, left, pool = plan.shape, x.dtype, plan.top, plan.left, plan.pool
+    if plan.kind == "direct" and max(x.size * 2, math.prod(shape)) < COMPUTE_SERIAL_BELOW:
+        def direct(x):
+            out = np.empty(shape, dtype)
+            _direct_conv(x if x.flags.c_contiguous else np.ascontiguousarray(x), w, b, top, left, relu, pool, out)
+            return out
+
+        return direct
+    if plan.kind == "wide" and plan.small and plan.blas is not None:
+        o, kh, kw, span = w.shape[0], w.shape[2], w.shape[3], plan.span
+        weights, (address, int_kind) = w.reshape(o, plan.taps), plan.blas
+        pinned = pins_blas(o, plan.taps, span)
+
+        def small_wide(x):
+            out = np.empty(shape, dtype)
+            if not x.flags.c_contiguous:
+                x = np.ascontiguousarray(x)
+            c, a = _small_buffers(1, plan.taps, o, span, dtype)
+            if pinned:
+                with one_blas_thread():  # one product per sample: OpenBLAS's threads gain nothing
+                    _wide_block(x, weights, b, kh, kw, span, relu, pool, c, a[0], out, address, int_kind)
+            else:
+                _wide_block(x, weights, b, kh, kw, span, relu, pool, c, a[0], out, address, int_kind)
+            return out
+
+        return small_wide
+    return lambda x: _run(plan, x, w, b, relu)
 
 
 fused_conv2d.bind = _bind

@@ -94,16 +94,16 @@ def linear(x, w, b):
 
 
 def _bind(attrs: dict):
-    """``linear`` for one program node: the checks are made once per input shapes and dtypes, so
-    that a batch-1 call is the loop and its output (see ``oar._core.executor``)."""
-    last = [(None, False)]  # ((shapes, dtypes), whether they fit the compiled paths): one tuple, replaced whole
+    """``linear`` for one program node: the checks are made once per input shape and dtype, weight
+    and bias (compared by identity: a program's parameters are the same arrays from call to call),
+    so that a batch-1 call is the loop and its output (see ``oar._core.executor``)."""
+    last = [(None, None, None, None, False)]  # (x's shape, x's dtype, w, b, whether they fit): replaced whole
 
     def linear_node(x, w, b):
-        key = (x.shape, w.shape, b.shape, x.dtype, w.dtype, b.dtype)
         known = last[0]
-        if key != known[0]:
-            known = last[0] = (key, _fits(x, w, b))
-        if known[1]:
+        if x.shape != known[0] or w is not known[2] or b is not known[3] or x.dtype != known[1]:
+            known = last[0] = (x.shape, x.dtype, w, b, _fits(x, w, b))
+        if known[4]:
             if x.shape[0] <= MAX_ROWS:
                 out = np.empty((x.shape[0], w.shape[1]), x.dtype)
                 _rows_linear(x, w, b, out)
