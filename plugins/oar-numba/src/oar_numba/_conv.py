@@ -2,8 +2,11 @@
 
 The references build the patch matrix with a strided window view whose copy (numpy's generic
 strided loop) and the transposes around one large matmul dominate their time, with fresh
-multi-MiB buffers (page faults) on every call. Here a chunk of samples (a few MiB of patches, in
-a buffer the thread reuses) goes through:
+multi-MiB buffers (page faults) on every call. Here, without groups and where compiled code can
+call numpy's BLAS (``_blas``), ``conv`` and ``conv_weight_grad`` go band by band of output rows,
+patches and GEMM in one compiled call (``_conv_bands``, ``_weight_grad_bands``: see
+``BAND_BYTES``). Otherwise a chunk of samples (a few MiB of patches, in a buffer the thread
+reuses) goes through:
 
 - ``conv``: numba writes the patches ``cols [m, C * K, P]`` (P output positions, each kernel row a
   run of contiguous copies) and BLAS multiplies ``W [O, C * K] @ cols[n]``.
