@@ -48,6 +48,16 @@ SAME_ADJOINT_MAX_CHANNELS = 32  # see _same_adjoint
 SAME_ADJOINT_MIN_CHANNELS = 8
 
 
+@numba.njit(inline="always")
+def _inside(start, stride, width, size):
+    """``(lo, hi)``: the output columns ``ow`` in [lo, hi) of ``size`` whose input column
+    ``ow * stride + start`` lies inside [0, width); ``lo == hi`` when none does."""
+    lo = 0 if start >= 0 else (-start + stride - 1) // stride
+    hi = min(size, (width - start + stride - 1) // stride) if start < width else 0
+    lo = min(lo, size)
+    return lo, max(lo, hi)
+
+
 @parallel
 def _im2col(x, kh, kw, sh, sw, top, left, dh, dw, cols):
     """cols[n, c, i, j, oh, ow] = x[n, c, oh * sh - top + i * dh, ow * sw - left + j * dw] (0 outside)."""
@@ -58,10 +68,7 @@ def _im2col(x, kh, kw, sh, sw, top, left, dh, dw, cols):
         for i in range(kh):
             for j in range(kw):
                 start = j * dw - left
-                lo = 0 if start >= 0 else (-start + sw - 1) // sw
-                hi = min(ow_size, (width - start + sw - 1) // sw) if start < width else 0
-                lo = min(lo, ow_size)
-                hi = max(lo, hi)
+                lo, hi = _inside(start, sw, width, ow_size)
                 if sh == 1 and sw == 1 and ow_size == width and hi > lo:
                     # Stride 1, rows as wide as the input's: the rows inside the input read it at
                     # one constant offset, so they are copied as one run (memcpy speed) instead of
@@ -109,8 +116,7 @@ def _col2im(cols, kh, kw, sh, sw, top, left, dh, dw, out):
         for i in range(kh):
             for j in range(kw):
                 start = j * dw - left
-                lo = 0 if start >= 0 else (-start + sw - 1) // sw
-                hi = min(iw_size, (width - start + sw - 1) // sw) if start < width else 0
+                lo, hi = _inside(start, sw, width, iw_size)
                 for ih in range(ih_size):
                     h = ih * sh - top + i * dh
                     if h < 0 or h >= height:
@@ -147,10 +153,7 @@ def _band_patches(x, r0, rows, kh, kw, sh, sw, top, left, dh, dw, ow_size, cols)
             for j in range(kw):
                 block = cols[(c * kh + i) * kw + j]
                 start = j * dw - left
-                lo = 0 if start >= 0 else (-start + sw - 1) // sw
-                hi = min(ow_size, (width - start + sw - 1) // sw) if start < width else 0
-                lo = min(lo, ow_size)
-                hi = max(lo, hi)
+                lo, hi = _inside(start, sw, width, ow_size)
                 if sh == 1 and sw == 1 and ow_size == width and hi > lo:
                     # the band's rows inside the input as one run, as in _im2col (see there)
                     first = min(max(r0, top - i * dh), r0 + rows)
