@@ -18,8 +18,10 @@ def blas_threads() -> list[int]:
 
 
 def test_conv_and_weight_grad_split_by_samples_match_the_reference(monkeypatch):
+    """The chunked convolutions (grouped ones, or where compiled code cannot call BLAS)."""
     if numba.config.NUMBA_NUM_THREADS < 2:
         pytest.skip("numba has one thread here")
+    monkeypatch.setattr(_conv, "gemm_for", lambda dtype: None)
     parts = []
     on_one_thread = _jit._on_one_thread
 
@@ -46,6 +48,42 @@ def test_conv_and_weight_grad_split_by_samples_match_the_reference(monkeypatch):
     # 9 samples in 8 shares (4 per thread), per call, taken in turn by the two threads
     shares = [(0, 1), (1, 2), (2, 3), (3, 4), (4, 5), (5, 6), (6, 7), (7, 9)]
     assert sorted(parts) == sorted(shares * 2)
+    np.testing.assert_allclose(y, reference._conv_kernel(x, w, *args, 1), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(dw, reference._conv_weight_grad_kernel(x, g, (3, 3), *args, 1), rtol=1e-4, atol=1e-3)
+
+
+def test_band_convolutions_in_shares_over_numba_threads_match_the_reference(monkeypatch):
+    """The band kernels give each numba thread a share of the samples, BLAS at one thread inside
+    and as it was after."""
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("numba has one thread here")
+    if _conv.gemm_for(np.float32) is None:
+        pytest.skip("numpy's BLAS here cannot be called from compiled code")
+    monkeypatch.setattr(_jit, "SPLIT_BELOW", 1)  # these small convolutions in shares too
+    calls = []
+    for name in ("_conv_band_parts", "_weight_grad_band_parts"):
+        kernel = getattr(_conv, name)
+
+        def recorded(*args, kernel=kernel, name=name):
+            calls.append(name)
+            return kernel(*args)
+
+        monkeypatch.setattr(_conv, name, recorded)
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((9, 8, 20, 20)).astype(np.float32)
+    w = rng.standard_normal((16, 8, 3, 3)).astype(np.float32)
+    g = rng.standard_normal((9, 16, 20, 20)).astype(np.float32)
+    args = ((1, 1), (1, 1, 1, 1), (1, 1))
+    before = numba.get_num_threads()
+    oar.set_num_threads(2)
+    try:
+        blas_before = blas_threads()
+        y = _conv.conv(x, w, *args, 1)
+        dw = _conv.conv_weight_grad(x, g, (3, 3), *args, 1)
+        assert blas_threads() == blas_before
+    finally:
+        oar.set_num_threads(before)
+    assert calls == ["_conv_band_parts", "_weight_grad_band_parts"]
     np.testing.assert_allclose(y, reference._conv_kernel(x, w, *args, 1), rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(dw, reference._conv_weight_grad_kernel(x, g, (3, 3), *args, 1), rtol=1e-4, atol=1e-3)
 
