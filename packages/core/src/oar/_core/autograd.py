@@ -591,7 +591,9 @@ def _ones_like(t):
     from oar._core.tensor import Tensor
 
     if t._backend == "cpu":  # the seed of every backward: skip the registry lookup
-        return Tensor._wrap(np.ones(t._data.shape, t._data.dtype), "cpu", True, None, 0, None)
+        ones = np.empty(t._data.shape, t._data.dtype)
+        ones.fill(1)  # np.ones' Python wrapper took 0.74 us for a loss's 0-d seed; this about 0.3
+        return Tensor._wrap(ones, "cpu", True, None, 0, None)
     b = BACKENDS.get(t._backend)
     return Tensor._wrap(b.full(tuple(t._data.shape), 1, t._data.dtype), t._backend, True, None, 0, None)
 

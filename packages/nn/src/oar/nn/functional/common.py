@@ -93,12 +93,13 @@ linear_grad_op = Op("linear_grad", reference=_linear_grad_kernel, meta=_linear_g
 @linear_op.defgrad
 def _linear_grad(ctx, g):
     # The ops themselves, not the public functions: the operands are tensors known to fit.
-    xs, ws, _ = ctx.in_shapes
     needs = ctx.needs_input_grad
-    if (needs[1] and needs[2] and not _dispatch.grad_enabled and len(_dispatch._mode_stack) == 1
-            and g.dtype == ctx.input(0).dtype == ctx.input(1).dtype):
-        grads = dispatch(linear_grad_op, (g, ctx.input(0), ctx.input(1)), {"x_grad": bool(needs[0])})
-        return grads if needs[0] else (None, *grads)
+    if needs[1] and needs[2] and not _dispatch.grad_enabled and len(_dispatch._mode_stack) == 1:
+        x, w = ctx.input(0), ctx.input(1)  # each read once: a read checks the input's version
+        if g._data.dtype == x._data.dtype == w._data.dtype:
+            grads = dispatch(linear_grad_op, (g, x, w), {"x_grad": bool(needs[0])})
+            return grads if needs[0] else (None, *grads)
+    xs, ws, _ = ctx.in_shapes
     gx = gw = gb = None
     if ctx.needs_input_grad[0]:
         gx = dispatch(matmul_op, (g, ctx.input(1)), {"transpose_x": False, "transpose_y": True})
