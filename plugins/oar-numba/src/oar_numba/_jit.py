@@ -31,14 +31,16 @@ from concurrent.futures import ThreadPoolExecutor
 # spinners. Sleeping at once (OMP_WAIT_POLICY=PASSIVE, what oar-numba set before) costs a wake of
 # 60-90 us per region on the project's virtual machines, where an inference program's regions
 # follow each other a few microseconds apart (LeNet batch 64, 2 threads: 1.07-1.21 ms passive,
-# 0.68-0.70 ms with a short spin). SPIN_ROUNDS keeps the spin short: 3000 rounds (about 10 us)
-# still bridge those gaps (LeNet batch 64 at 2 threads, alternating processes: 0.72 and 0.63 ms
-# against 0.68 and 0.57 ms at 30000 and 0.88-1.02 ms passive), while a 30000-round spin held a
-# core that the next BLAS product's threads wanted: W5's step (an encoder layer: GEMMs between
-# numba's norms and activations) at 2 threads 46.7, 48.4, 58.2 ms against 44.7, 42.8, 56.7 ms
-# at 3000, three alternations. Set before numba's first parallel call loads libgomp; a user's
-# own OMP_WAIT_POLICY or GOMP_SPINCOUNT wins.
-SPIN_ROUNDS = 3000
+# 0.68-0.70 ms with a short spin). SPIN_ROUNDS keeps the spin short: a 30000-round spin held a
+# core that the next BLAS product's threads wanted in eager training (W5's step, an encoder layer:
+# GEMMs between numba's norms and activations, at 2 threads 46.7, 48.4, 58.2 ms against 44.7,
+# 42.8, 56.7 ms at 3000, three alternating processes), and 3000 rounds bridged an inference
+# program's gaps less reliably than 10000 (LeNet batch 64 at 2 threads, bench/static_infer.py
+# --threads 2 --wall, three alternations: 0.75, 0.63, 0.83 ms at 3000; 0.60, 0.60, 0.64 at
+# 10000; 0.65, 0.60, 0.88 at 30000), while W5 moved within noise between 3000 and 10000 once
+# its linears ran as one GEMM (42.4/47.7, 38.3/38.4, 39.3/40.4 ms). Set before numba's first
+# parallel call loads libgomp; a user's own OMP_WAIT_POLICY or GOMP_SPINCOUNT wins.
+SPIN_ROUNDS = 10000
 if "OMP_WAIT_POLICY" not in os.environ:
     os.environ.setdefault("GOMP_SPINCOUNT", str(SPIN_ROUNDS))
 
