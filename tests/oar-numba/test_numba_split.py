@@ -17,6 +17,30 @@ def blas_threads() -> list[int]:
     return [i["num_threads"] for i in threadpoolctl.threadpool_info() if i["user_api"] == "blas"]
 
 
+CONV_ARGS = ((1, 1), (1, 1, 1, 1), (1, 1))  # stride, padding, dilation
+
+
+def convolutions_at_two_threads_match_the_reference(seed: int) -> None:
+    """conv and conv_weight_grad of a small 3x3 problem at oar.set_num_threads(2) equal the
+    reference kernels, and BLAS's thread count is as it was afterwards."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((9, 8, 20, 20)).astype(np.float32)
+    w = rng.standard_normal((16, 8, 3, 3)).astype(np.float32)
+    g = rng.standard_normal((9, 16, 20, 20)).astype(np.float32)
+    before = numba.get_num_threads()
+    oar.set_num_threads(2)
+    try:
+        blas_before = blas_threads()
+        y = _conv.conv(x, w, *CONV_ARGS, 1)
+        dw = _conv.conv_weight_grad(x, g, (3, 3), *CONV_ARGS, 1)
+        assert blas_threads() == blas_before
+    finally:
+        oar.set_num_threads(before)
+    np.testing.assert_allclose(y, reference._conv_kernel(x, w, *CONV_ARGS, 1), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(dw, reference._conv_weight_grad_kernel(x, g, (3, 3), *CONV_ARGS, 1), rtol=1e-4,
+                               atol=1e-3)
+
+
 def test_conv_and_weight_grad_split_by_samples_match_the_reference(monkeypatch):
     """The chunked convolutions (grouped ones, or where compiled code cannot call BLAS)."""
     if numba.config.NUMBA_NUM_THREADS < 2:
@@ -31,25 +55,10 @@ def test_conv_and_weight_grad_split_by_samples_match_the_reference(monkeypatch):
 
     monkeypatch.setattr(_jit, "SPLIT_BELOW", 1)  # split these small convolutions too
     monkeypatch.setattr(_jit, "_on_one_thread", recorded)
-    rng = np.random.default_rng(0)
-    x = rng.standard_normal((9, 8, 20, 20)).astype(np.float32)
-    w = rng.standard_normal((16, 8, 3, 3)).astype(np.float32)
-    g = rng.standard_normal((9, 16, 20, 20)).astype(np.float32)
-    args = ((1, 1), (1, 1, 1, 1), (1, 1))
-    before = numba.get_num_threads()
-    oar.set_num_threads(2)
-    try:
-        blas_before = blas_threads()
-        y = _conv.conv(x, w, *args, 1)
-        dw = _conv.conv_weight_grad(x, g, (3, 3), *args, 1)
-        assert blas_threads() == blas_before
-    finally:
-        oar.set_num_threads(before)
+    convolutions_at_two_threads_match_the_reference(seed=0)
     # 9 samples in 8 shares (4 per thread), per call, taken in turn by the two threads
     shares = [(0, 1), (1, 2), (2, 3), (3, 4), (4, 5), (5, 6), (6, 7), (7, 9)]
     assert sorted(parts) == sorted(shares * 2)
-    np.testing.assert_allclose(y, reference._conv_kernel(x, w, *args, 1), rtol=1e-4, atol=1e-4)
-    np.testing.assert_allclose(dw, reference._conv_weight_grad_kernel(x, g, (3, 3), *args, 1), rtol=1e-4, atol=1e-3)
 
 
 def test_band_convolutions_in_shares_over_numba_threads_match_the_reference(monkeypatch):
@@ -69,23 +78,8 @@ def test_band_convolutions_in_shares_over_numba_threads_match_the_reference(monk
             return kernel(*args)
 
         monkeypatch.setattr(_conv, name, recorded)
-    rng = np.random.default_rng(1)
-    x = rng.standard_normal((9, 8, 20, 20)).astype(np.float32)
-    w = rng.standard_normal((16, 8, 3, 3)).astype(np.float32)
-    g = rng.standard_normal((9, 16, 20, 20)).astype(np.float32)
-    args = ((1, 1), (1, 1, 1, 1), (1, 1))
-    before = numba.get_num_threads()
-    oar.set_num_threads(2)
-    try:
-        blas_before = blas_threads()
-        y = _conv.conv(x, w, *args, 1)
-        dw = _conv.conv_weight_grad(x, g, (3, 3), *args, 1)
-        assert blas_threads() == blas_before
-    finally:
-        oar.set_num_threads(before)
+    convolutions_at_two_threads_match_the_reference(seed=1)
     assert calls == ["_conv_band_parts", "_weight_grad_band_parts"]
-    np.testing.assert_allclose(y, reference._conv_kernel(x, w, *args, 1), rtol=1e-4, atol=1e-4)
-    np.testing.assert_allclose(dw, reference._conv_weight_grad_kernel(x, g, (3, 3), *args, 1), rtol=1e-4, atol=1e-3)
 
 
 def test_a_slower_thread_takes_fewer_shares():
