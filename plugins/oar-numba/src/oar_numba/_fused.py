@@ -38,7 +38,7 @@ import numpy as np
 from numba import prange
 
 from oar._core.fusion import cached_for, check_dtypes, evaluate_chain
-from oar._core.threads import blas_threads_for, one_blas_thread, pins_blas
+from oar._core.threads import blas_threads_for, one_blas_thread
 from oar.nn.functional import fused as _ref
 from oar.nn.functional import pooling as _pool
 from oar_numba._blas import gemm, gemm_for
@@ -407,20 +407,13 @@ def _call_for(plan: _Plan | None, x, w, b, relu: bool, general_attrs: tuple):
 
         return direct
     if plan.kind == "wide" and plan.small and plan.blas is not None:
-        o, kh, kw, span = w.shape[0], w.shape[2], w.shape[3], plan.span
-        weights, (address, int_kind) = w.reshape(o, plan.taps), plan.blas
-        pinned = pins_blas(o, plan.taps, span)
+        kh, kw, span, blas = w.shape[2], w.shape[3], plan.span, plan.blas
+        weights = w.reshape(w.shape[0], plan.taps)
 
         def small_wide(x):
             out = np.empty(shape, dtype)
-            if not x.flags.c_contiguous:
-                x = np.ascontiguousarray(x)
-            c, a = _small_buffers(1, plan.taps, o, span, dtype)
-            if pinned:
-                with one_blas_thread():  # one product per sample: OpenBLAS's threads gain nothing
-                    _wide_block(x, weights, b, kh, kw, span, relu, pool, c, a[0], out, address, int_kind)
-            else:
-                _wide_block(x, weights, b, kh, kw, span, relu, pool, c, a[0], out, address, int_kind)
+            _wide_here(x if x.flags.c_contiguous else np.ascontiguousarray(x), weights, b, kh, kw, span, relu, pool,
+                       out, blas)
             return out
 
         return small_wide
@@ -447,18 +440,27 @@ def _run(plan: _Plan, x, w, b, relu: bool):
             _direct_parts(x, w, bias, plan.top, plan.left, relu, plan.pool, parts, out)
     elif plan.small:  # batch 1: this thread, the buffers made once
         o = w.shape[0]
-        c, a = _small_buffers(1 if plan.blas else x.shape[0], plan.taps, o, plan.span, x.dtype)
         if plan.blas is not None:
-            with blas_threads_for(o, plan.taps, plan.span):  # one product per sample: OpenBLAS's threads gain nothing
-                _wide_block(x, w.reshape(o, plan.taps), bias, w.shape[2], w.shape[3], plan.span, relu, plan.pool,
-                            c, a[0], out, *plan.blas)
+            _wide_here(x, w.reshape(o, plan.taps), bias, w.shape[2], w.shape[3], plan.span, relu, plan.pool, out,
+                       plan.blas)
         else:
+            c, a = _small_buffers(x.shape[0], plan.taps, o, plan.span, x.dtype)
             _wide_patches.serial(x, w.shape[2], w.shape[3], plan.span, c)
             np.matmul(w.reshape(o, plan.taps), c, out=a)
             _wide_epilogue.serial(a, x.shape[3], bias, relu, plan.pool, out)
     else:
         _wide_conv(plan, x, w, bias, relu, out)
     return out
+
+
+def _wide_here(x, weights, bias, kh, kw, span, relu, pool, out, blas) -> None:
+    """Every sample of ``x`` through ``_wide_block`` on this thread, with this thread's buffers;
+    BLAS on one thread for products ``blas_threads_for`` keeps there (one product per sample: OpenBLAS's
+    threads gain nothing on them)."""
+    o, taps = weights.shape
+    c, a = _small_buffers(1, taps, o, span, x.dtype)
+    with blas_threads_for(o, taps, span):
+        _wide_block(x, weights, bias, kh, kw, span, relu, pool, c, a[0], out, *blas)
 
 
 def _general(x, w, b, stride, padding, dilation, groups, relu, max_pool):
@@ -481,9 +483,7 @@ def _wide_conv(plan: _Plan, x, w, bias, relu, out) -> None:
             with one_blas_thread():
                 _wide_parts(x, weights, bias, w.shape[2], w.shape[3], span, relu, plan.pool, parts, out, *plan.blas)
         else:
-            c, a = _small_buffers(1, taps, o, span, x.dtype)
-            with blas_threads_for(o, taps, span):
-                _wide_block(x, weights, bias, w.shape[2], w.shape[3], span, relu, plan.pool, c, a[0], out, *plan.blas)
+            _wide_here(x, weights, bias, w.shape[2], w.shape[3], span, relu, plan.pool, out, plan.blas)
         return
 
     def work(first: int, last: int, threaded: bool) -> None:

@@ -125,15 +125,12 @@ def small_product(x, y, transpose_y: bool = False) -> bool:
     return _OPENBLAS_ONE_THREAD <= volume < SMALL_PRODUCT
 
 
-def pins_blas(m: int, k: int, n: int) -> bool:
-    """Whether [m, k] @ [k, n] products run on one BLAS thread (``blas_threads_for``)."""
-    return _OPENBLAS_ONE_THREAD <= m * k * n < SMALL_PRODUCT
-
-
 def blas_threads_for(m: int, k: int, n: int):
     """A context for running [m, k] @ [k, n] products: ``one_blas_thread()`` for products that
     ``small_product`` keeps on one thread, else one that changes nothing."""
-    return one_blas_thread() if pins_blas(m, k, n) else contextlib.nullcontext()
+    if _OPENBLAS_ONE_THREAD <= m * k * n < SMALL_PRODUCT:
+        return one_blas_thread()
+    return contextlib.nullcontext()
 
 
 class one_blas_thread:
