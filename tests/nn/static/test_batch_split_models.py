@@ -11,6 +11,7 @@ import oar
 import oar._core.executor as executor_module
 from oar import nn
 from oar.static import InputSpec
+from oar.testing import sum_tolerance
 from oar.vision.models import LeNet
 from tests.core.static import _threads
 
@@ -49,4 +50,7 @@ def test_a_model_runs_its_batch_in_parts_with_one_pieces_results(two_threads, ma
         static(x[:2])  # captures
         got = static(x).numpy()
     assert two_threads == [2]
-    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+    # A part's GEMMs have fewer rows, so BLAS may block (and add) them differently: the same sums
+    # in another order. LeNet's longest sum is its first linear's, 400 terms.
+    rtol, atol = sum_tolerance("float32", terms=400, scale=np.abs(expected).max())
+    np.testing.assert_allclose(got, expected, rtol=rtol, atol=atol)

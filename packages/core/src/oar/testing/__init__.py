@@ -34,11 +34,33 @@ TOLERANCES: dict[str, tuple[float, float]] = {
     "bfloat16": (3e-2, 1e-2),
 }
 GRAD_RTOL, GRAD_ATOL, FD_EPS = 1e-5, 1e-7, 1e-6
+# Machine epsilon by dtype: the rounding of one addition.
+EPS = {"float64": 2.0 ** -52, "float32": 2.0 ** -23, "float16": 2.0 ** -10, "bfloat16": 2.0 ** -7}
 
 __all__ = [
     "OpCase", "check_output", "check_grad", "check_case", "check_forward", "load_cases", "record_ops", "OpRecorder",
-    "TOLERANCES", "noncontiguous",
+    "TOLERANCES", "noncontiguous", "sum_tolerance",
 ]
+
+
+def sum_tolerance(dtype: str, terms: int, scale: float = 1.0) -> tuple[float, float]:
+    """``(rtol, atol)`` for comparing two computations of the same sums added in different orders.
+
+    Two correct implementations of a sum of ``terms`` products (a GEMM blocked differently, a
+    batch run in parts, a fused kernel) differ by rounding that grows like ``eps * sqrt(terms)``
+    relative to the size of the terms; ``scale`` is that size (the largest magnitude of the
+    result is a fair stand-in). The floor is the single-op tolerance of ``TOLERANCES``.
+
+    >>> from oar.testing import sum_tolerance
+    >>> sum_tolerance("float32", terms=400, scale=5.0)
+    (1e-05, 5e-05)
+    >>> sum_tolerance("float32", terms=10_000)[0] > 4e-5
+    True
+    """
+    if dtype not in EPS:
+        raise ValueError(f"sum_tolerance: dtype must be one of {sorted(EPS)}, got {dtype!r}")
+    rtol = max(TOLERANCES[dtype][0], 4 * EPS[dtype] * max(terms, 1) ** 0.5)
+    return rtol, rtol * max(float(scale), 1e-30)
 
 
 @dataclass
