@@ -8,7 +8,7 @@ import pytest
 import oar
 import oar.plugins
 from oar import errors
-from oar._ops._common import dispatch
+from oar.ops import dispatch
 from oar.plugins import Backend, Op, hookimpl
 
 BUILTIN_BASE = {
@@ -16,6 +16,7 @@ BUILTIN_BASE = {
     errors.DTypeError: TypeError,
     errors.DeviceError: RuntimeError,
     errors.ArgumentError: ValueError,
+    errors.IndexOutOfRangeError: IndexError,
     errors.KernelError: RuntimeError,
     errors.GradientError: RuntimeError,
     errors.RegistryError: LookupError,

@@ -314,7 +314,7 @@ def test_tensor_methods_bind_the_same_ops():
 
 
 def test_meta_of_data_dependent_shapes_uses_none():
-    from oar._core.op import TensorMeta
+    from oar._engine.op import TensorMeta
 
     x = TensorMeta((3, 4), oar.float32)
     mask = TensorMeta((3,), oar.bool)

@@ -132,7 +132,7 @@ def test_setitem_matches_numpy(case, data):
 @FAST
 def test_getitem_meta_matches_numpy_shape(case):
     """The shape rule alone (what tracing uses) equals numpy's, bool masks as a dynamic dim."""
-    from oar._core.op import TensorMeta
+    from oar._engine.op import TensorMeta
 
     x, index = case
     items, tensors = indexing.parse_index(_as_oar(index))

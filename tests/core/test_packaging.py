@@ -58,8 +58,8 @@ def test_import_oar_loads_no_plugin_and_no_subpackage_of_other_distributions():
     script = """
         import json, sys
         import oar
-        import oar._core.registry as registry
-        print(json.dumps({"plugins_loaded": registry._plugins_loaded[0],
+        import oar._engine.registries as registry
+        print(json.dumps({"plugins_loaded": registry._loaded,
                           "modules": sorted(m for m in sys.modules if m.startswith("oar."))}))
     """
     result = subprocess.run([sys.executable, "-c", textwrap.dedent(script)], capture_output=True, text=True, check=True)

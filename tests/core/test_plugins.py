@@ -428,7 +428,7 @@ EXAMPLE_PASS_CHECK = """
     import json
     import numpy as np
     import oar
-    from oar._core.passes import optimize
+    from oar._graph.passes import optimize
 
     logcosh = oar.plugins.registries().ops.get("logcosh")
     traced = oar.jit.to_static(lambda x: logcosh(-x) * 2.0)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import oar
-from oar._core.op import TensorMeta
+from oar._engine.op import TensorMeta
 from oar._ops import reduction as R
 from oar.errors import ArgumentError, DTypeError
 

@@ -20,7 +20,7 @@ import pytest
 from safetensors.numpy import load_file, save_file
 
 import oar
-from oar._core.dtypes import ALL_DTYPES
+from oar._engine.dtypes import ALL_DTYPES
 from oar.errors import ArgumentError, SerializationError
 
 
@@ -378,7 +378,7 @@ def test_a_process_killed_mid_save_leaves_the_previous_file_intact(tmp_path):
 def test_docstring_examples_run():
     import doctest
 
-    from oar._core import serialization
+    from oar._engine import serialization
 
     result = doctest.testmod(serialization, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0 and result.failed == 0

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 import oar
-from oar._core.op import TensorMeta
+from oar._engine.op import TensorMeta
 from oar._ops import shape as S
-from oar._ops.shape import pad_axes
 from oar.errors import ArgumentError, ShapeError
+from oar.ops import pad_axes
 
 
 def arange(*shape, stop_gradient=True, dtype="float64"):

@@ -306,7 +306,7 @@ def test_set_value_after_forward_makes_backward_raise():
 
 # -- the cpu backend's memory policy ---------------------------------------------------------------
 def test_keep_freed_memory_respects_the_users_malloc_settings_and_opt_out():
-    from oar._core.dispatch import keep_freed_memory
+    from oar._engine.memory import keep_freed_memory
 
     assert keep_freed_memory({"OAR_KEEP_FREED_MEMORY": "0"}) is False
     assert keep_freed_memory({"MALLOC_TRIM_THRESHOLD_": "0"}) is False

@@ -85,11 +85,11 @@ def test_set_num_threads_refuses_what_is_not_a_positive_int(bad):
 
 
 def test_small_products_run_on_one_blas_thread_and_the_count_comes_back(fresh_count):
-    # A threaded small product leaves OpenBLAS's worker spinning for ~0.1 s (oar._core.threads):
+    # A threaded small product leaves OpenBLAS's worker spinning for ~0.1 s (oar._engine.threads):
     # matmuls between the two bounds run on one BLAS thread, and the user's setting returns after.
     import numpy as np
 
-    from oar._core.threads import SMALL_PRODUCT, one_blas_thread, small_product
+    from oar._engine.threads import SMALL_PRODUCT, one_blas_thread, small_product
 
     assert small_product(np.ones((64, 400)), np.ones((400, 120)))  # LeNet's fc1 at batch 64
     assert not small_product(np.ones((4, 4)), np.ones((4, 4)))  # OpenBLAS keeps it on one thread anyway

@@ -139,7 +139,7 @@ def test_inplace_on_a_view_leaves_the_base_and_its_gradient():
 def test_output_that_is_its_input_buffer_shares_the_counter():
     """A while op that runs no iteration hands back its input's own buffer (no copy): an in-place
     op on that output writes into the input, so both directions raise."""
-    from oar._ops.control_flow import while_op
+    from oar._graph.control_flow import while_op
 
     from .op_cases.control_flow import BODY_BLOCK, COND_BLOCK
 
@@ -249,13 +249,13 @@ def test_inplace_on_unsaved_view_keeps_gradients_right():
 def test_every_op_whose_output_aliases_an_input_has_the_view_trait(monkeypatch):
     """Run the op table (contiguous and strided inputs): an output that shares memory with an
     input must come from an op with the ``view`` trait, or in-place changes would go unseen."""
-    from oar._core import dispatch as _dispatch
+    from oar._engine import eager as _eager
     from oar.testing import check_output
 
     from .op_cases import all_cases
 
     aliasing = set()
-    apply = _dispatch.EagerMode.apply
+    apply = _eager.EagerMode.apply
 
     def checked_apply(self, op, inputs, attrs):
         result = apply(self, op, inputs, attrs)
@@ -264,7 +264,7 @@ def test_every_op_whose_output_aliases_an_input_has_the_view_trait(monkeypatch):
                 aliasing.add((op.name, op.view))
         return result
 
-    monkeypatch.setattr(_dispatch.EagerMode, "apply", checked_apply)
+    monkeypatch.setattr(_eager.EagerMode, "apply", checked_apply)
     for case in all_cases():
         for contiguous in (True, False):
             try:

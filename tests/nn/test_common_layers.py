@@ -10,8 +10,7 @@ import pytest
 
 import oar
 import oar.nn.functional as F
-from oar._ops.indexing import IndexOutOfRangeError
-from oar.errors import ArgumentError, DTypeError, ShapeError
+from oar.errors import ArgumentError, DTypeError, IndexOutOfRangeError, ShapeError
 
 _rng = np.random.default_rng(31)
 
@@ -324,7 +323,7 @@ def test_linear_backward_in_one_op_and_its_second_order(x_needs_grad, monkeypatc
 
 
 def test_linear_grad_keeps_small_products_on_one_blas_thread(monkeypatch):
-    """A threaded OpenBLAS product leaves its worker spinning (oar._core.threads): linear_grad's
+    """A threaded OpenBLAS product leaves its worker spinning (oar._engine.threads): linear_grad's
     products go through blas_threads_for, as matmul's and linear's do (W2 at 2 threads lost a
     third of its speed when they did not)."""
     from oar.nn.functional import common

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from oar._core.program import ValueRef
-from oar._ops.control_flow import cond_op, while_op
+from oar._graph.control_flow import cond_op, while_op
+from oar._graph.program import ValueRef
 from oar.static import Program
 from oar.testing import OpCase
 

@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 import oar
-from oar._ops.elementwise import sigmoid
+from oar.ops import sigmoid
 from oar.testing import OpCase
 
 from ._data import away_from, ints, positive, rand

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from oar._core.fusion import fused_elementwise
+from oar.ops import fused_elementwise
 from oar.testing import OpCase
 
 from ._data import positive, rand

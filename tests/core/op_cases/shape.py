@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 import oar
-from oar._ops.shape import pad_axes
+from oar.ops import pad_axes
 from oar.testing import OpCase
 
 from ._data import ints, rand

@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 
 import oar
-import oar._core.executor as executor_module
+import oar._graph.executor as executor_module
 from oar.plugins import registries
 
 

@@ -1,4 +1,4 @@
-"""The backward derived into the program (oar._core.backward) and training through it (core only).
+"""The backward derived into the program (oar._graph.static_backward) and training through it (core only).
 
 Every test compares with eager autograd on the same values; the op-table gradient tests
 (test_op_table_static.py) check every op's rule through the derived backward.
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import oar
-from oar._core.backward import NotDerivable, append_backward
+from oar._graph.static_backward import NotDerivable, append_backward
 from oar.errors import GradientError
 from oar.jit import to_static
 from oar.static import InputSpec

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import oar
-import oar._core.executor as executor_module
+import oar._graph.executor as executor_module
 from oar.jit import to_static
 from oar.static import InputSpec
 from tests.core.static import _threads
@@ -136,7 +136,7 @@ def test_an_error_in_a_part_is_raised_naming_the_op(two_threads, monkeypatch):
 
 
 def test_an_op_with_a_per_sample_that_is_no_rule_is_refused_naming_it():
-    from oar._core.op import Op
+    from oar._engine.op import Op
 
     with pytest.raises(ValueError, match=r"op 'halve': per_sample must be True, False or a rule .* got 'yes'"):
         Op("halve", reference=lambda x: x / 2, meta=lambda x: x, per_sample="yes")

@@ -1,4 +1,4 @@
-"""The backward of a ``cond`` derived into the program (oar._core.backward): a ``cond`` on the same
+"""The backward of a ``cond`` derived into the program (oar._graph.static_backward): a ``cond`` on the same
 predicate whose blocks are the branches' derived backwards. Core only (no oar.nn).
 
 Every test captures ONE program, runs it on inputs taking each branch, and compares the
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import oar
-from oar._core.backward import NotDerivable, append_backward
+from oar._graph.static_backward import NotDerivable, append_backward
 from oar.jit import to_static
 from oar.static import InputSpec
 from oar.static.nn import cond, while_loop
@@ -198,7 +198,7 @@ def test_the_program_holds_the_backward_cond_and_runs_without_the_rules():
     assert bwd_cond.inputs[0] == [n for n in train.forward_nodes if n.op == "cond"][0].inputs[0]  # same predicate
     (w_label,) = [f"{name}@GRAD" for (kind, name), _ in train.grads if kind == "param"]
     assert w_label in train.program.outputs["has_grad"]
-    from oar._core.executor import Executor
+    from oar._graph.executor import Executor
 
     executor = Executor(train.program, "cpu", hoist_parameters=False)
     for a in ([1.0, 2.0, 3.0], [-1.0, -2.0, -3.0]):

@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 
 import oar
-from oar._core.executor import Executor
-from oar._core.passes import optimize
-from oar._core.program import SCHEMA_VERSION, Program
-from oar._core.tracing import GraphBreakError
+from oar._graph.executor import Executor
+from oar._graph.passes import optimize
+from oar._graph.program import SCHEMA_VERSION, Program
+from oar._graph.tracing import GraphBreakError
 from oar.errors import ArgumentError, DTypeError, SerializationError, ShapeError
 from oar.jit import to_static
 from oar.static import InputSpec

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import oar
-from oar._core.executor import Executor
+from oar._graph.executor import Executor
 from oar.errors import KernelError
 from oar.jit import to_static
 

@@ -8,11 +8,12 @@ import numpy as np
 import pytest
 
 import oar
-from oar._core.executor import Executor
-from oar._core.fusion import evaluate_chain, fuse_elementwise
-from oar._core.passes import optimize, select_passes
-from oar._core.program import Program
+from oar._graph.executor import Executor
+from oar._graph.fusion import fuse_elementwise
+from oar._graph.passes import optimize, select_passes
+from oar._graph.program import Program
 from oar.jit import to_static
+from oar.ops import evaluate_chain
 from oar.static import BuildStrategy, InputSpec
 
 
@@ -212,7 +213,7 @@ def test_jit_save_and_load_run_fused_at_inference(tmp_path):
 
 
 def test_the_fused_op_has_the_gradient_of_its_chain():
-    from oar._core.fusion import fused_elementwise
+    from oar.ops import fused_elementwise
 
     x = oar.to_tensor(np.linspace(-1, 1, 6).reshape(2, 3), stop_gradient=False)
     y = oar.to_tensor(np.linspace(0.5, 1.5, 3), stop_gradient=False)
@@ -227,8 +228,8 @@ def test_the_fused_op_has_the_gradient_of_its_chain():
 
 
 def test_a_chain_that_reads_a_step_twice_or_names_an_unknown_op_is_rejected():
-    from oar._core.fusion import fused_elementwise
     from oar.errors import ArgumentError
+    from oar.ops import fused_elementwise
 
     with pytest.raises(ArgumentError, match="not fusible"):
         fused_elementwise(rand(2), chain=[["matmul", [0, 0], {}]])
@@ -237,7 +238,7 @@ def test_a_chain_that_reads_a_step_twice_or_names_an_unknown_op_is_rejected():
 
 
 def test_identity_ops_are_removed_with_the_same_outputs():
-    from oar._core.passes import remove_identity_ops
+    from oar._graph.passes import remove_identity_ops
 
     def f(x):
         y = x.reshape([2, 6]).reshape([2, 6])  # the second reshape changes nothing
@@ -252,7 +253,7 @@ def test_identity_ops_are_removed_with_the_same_outputs():
 
 
 def test_an_identity_op_on_an_input_that_is_returned_stays():
-    from oar._core.passes import remove_identity_ops
+    from oar._graph.passes import remove_identity_ops
 
     x = rand(2, 3)
     program = capture(lambda x: oar.scale(x, 1.0, 0.0), x)

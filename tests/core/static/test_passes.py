@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import oar
-from oar._core import passes as P
-from oar._core.executor import Executor
+from oar._graph import passes as P
+from oar._graph.executor import Executor
 from oar.jit import to_static
 from oar.plugins import registries
 from oar.static import BuildStrategy
@@ -99,7 +99,7 @@ def test_pipeline_levels():
     names = lambda level, inference: [p.name for p in P.select_passes(level, inference=inference)]  # noqa: E731
     assert names(0, True) == []
     assert names(1, True) == ["constant_folding", "common_subexpression_elimination", "dead_code_elimination"]
-    assert "fold_batch_norm" in names(2, True) and "fold_batch_norm" not in names(2, False)
+    assert "remove_detach" in names(2, True) and "remove_detach" not in names(2, False)
     assert names(1, True) == names(1, False)
     with pytest.raises(ValueError, match="unknown pass"):
         P.select_passes(2, disable=["no_such_pass"])

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import oar
-from oar._core.program import SCHEMA_VERSION, Program, ValueRef
+from oar._graph.program import SCHEMA_VERSION, Program, ValueRef
 from oar.errors import RegistryError, SerializationError
 from oar.jit import to_static
 from oar.jit.api import program_signature
@@ -55,7 +55,7 @@ def test_json_round_trip_is_lossless():
 
 
 def test_round_tripped_program_runs_like_the_original():
-    from oar._core.executor import Executor
+    from oar._graph.executor import Executor
 
     program = rich_program()
     back = roundtrip(program)

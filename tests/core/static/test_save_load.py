@@ -190,7 +190,7 @@ def test_core_translated_layer_works_without_nn(saved):
     f, prefix = saved
     doc = _read_document(prefix)
     state = oar.load(prefix + ".pdiparams", return_numpy=True)
-    from oar._core.program import Program
+    from oar._graph.program import Program
 
     program = Program.from_json(doc["program"], constants=state["constants"])
     layer = CoreTranslatedLayer._from_saved(program, state["params"], doc["input_spec"])

@@ -1,4 +1,4 @@
-"""The backward of a ``while`` derived into the program (oar._core.backward): the forward node
+"""The backward of a ``while`` derived into the program (oar._graph.static_backward): the forward node
 records its iterations (``history=True``) and a backward ``while`` runs the body's derived backward
 from the last iteration down. Core only (no oar.nn).
 
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import oar
-from oar._core.backward import NotDerivable, append_backward
+from oar._graph.static_backward import NotDerivable, append_backward
 from oar.jit import to_static
 from oar.static import InputSpec
 from oar.static.nn import cond, while_loop

@@ -9,8 +9,8 @@ import numpy as np
 
 import oar
 import oar.nn.functional as F
-from oar._ops._common import dispatch
 from oar.nn.functional import activation as A
+from oar.ops import dispatch
 from oar.testing import OpCase
 
 _rng = np.random.default_rng(404)

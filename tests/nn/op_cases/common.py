@@ -10,8 +10,8 @@ import math
 import numpy as np
 
 import oar.nn.functional as F
-from oar._ops._common import dispatch
 from oar.nn.functional import common as C
+from oar.ops import dispatch
 from oar.testing import OpCase
 
 _rng = np.random.default_rng(606)

@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 import oar.nn.functional as F
-from oar._ops._common import dispatch
 from oar.nn.functional.conv import conv_op, conv_transpose_op, conv_weight_grad_op
+from oar.ops import dispatch
 from oar.testing import OpCase
 
 _rng = np.random.default_rng(7)

@@ -65,7 +65,7 @@ CASES = [
 ]
 
 # fused_elementwise (core's op) on chains with nn's activations: oar-numba's chain kernel runs these
-from oar._core.fusion import fused_elementwise  # noqa: E402
+from oar.ops import fused_elementwise  # noqa: E402
 
 _SCALE = {"scale": 0.5, "bias": 1.0, "bias_after_scale": False}
 CASES += [

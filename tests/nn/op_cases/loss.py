@@ -344,8 +344,8 @@ CASES += [
 
 # softmax_with_cross_entropy_grad: the hard-label backward (prob - onehot) * g, called directly
 def _ce_grad(prob, label, g, ignore_index=-100, axis=-1):
-    from oar._ops._common import dispatch
     from oar.nn.functional.loss import softmax_with_cross_entropy_grad_op
+    from oar.ops import dispatch
 
     return dispatch(softmax_with_cross_entropy_grad_op, (prob, label, g), {"ignore_index": ignore_index, "axis": axis})
 

@@ -8,8 +8,8 @@ import numpy as np
 
 import oar
 import oar.nn.functional as F
-from oar._ops._common import dispatch
 from oar.nn.functional import norm as N
+from oar.ops import dispatch
 from oar.testing import OpCase
 
 _rng = np.random.default_rng(505)
@@ -180,7 +180,7 @@ CASES = [
 
 # -- group_norm and group_norm_grad, called directly: the statistics, and the backward op's own gradient
 def _group_norm_all(x, w, b, groups=2):
-    from oar.nn.functional._group_norm import group_norm_op
+    from oar.nn.functional.norm import group_norm_op
 
     return dispatch(group_norm_op, (x, w, b), {"num_groups": groups, "epsilon": EPS})
 
@@ -193,7 +193,7 @@ def _group_norm_all_ref(x, w, b, groups=2):
 
 
 def _group_norm_grad(x, w, m, v, g):
-    from oar.nn.functional._group_norm import group_norm_grad_op
+    from oar.nn.functional.norm import group_norm_grad_op
 
     return dispatch(group_norm_grad_op, (x, w, m, v, g), {"num_groups": 2, "epsilon": EPS})
 

@@ -14,8 +14,8 @@ import math
 import numpy as np
 
 import oar.nn.functional as F
-from oar._ops._common import dispatch
 from oar.nn.functional.pooling import adaptive_avg_pool_grad_op, avg_pool_grad_op, max_pool_grad_op
+from oar.ops import dispatch
 from oar.testing import OpCase
 
 _rng = np.random.default_rng(11)

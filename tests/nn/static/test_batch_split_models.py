@@ -1,5 +1,5 @@
 """Models whose inference program is per sample run large batches in parts on several threads
-(``oar._core.executor``): LeNet (convolutions with their pools, flatten, linears) and a small CNN
+(``oar._graph.executor``): LeNet (convolutions with their pools, flatten, linears) and a small CNN
 with batch norm and a softmax head give the results of one piece."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import oar
-import oar._core.executor as executor_module
+import oar._graph.executor as executor_module
 from oar import nn
 from oar.static import InputSpec
 from oar.testing import sum_tolerance

@@ -9,10 +9,10 @@ import pytest
 import oar
 import oar.nn.functional as F
 from oar import nn
-from oar._core import passes as P
-from oar._core.executor import Executor
 from oar.jit import to_static
+from oar.nn._passes import fold_batch_norm
 from oar.static import InputSpec
+from oar.static.passes import Executor
 
 
 class SimpleCNN(nn.Layer):
@@ -77,7 +77,7 @@ def test_fold_batch_norm_keeps_the_outputs(bias):
     with oar.no_grad():
         static(x)
     program = model.forward.concrete_program
-    folded = P.fold_batch_norm(program.clone())
+    folded = fold_batch_norm(program.clone())
     assert "batch_norm_infer" in {n.op for n in program.nodes}
     assert "batch_norm_infer" not in {n.op for n in folded.nodes}
     folded.validate()
@@ -105,7 +105,7 @@ def test_fold_batch_norm_leaves_a_shared_conv_output():
     with oar.no_grad():
         model(x)
         program = model.forward.concrete_program
-        assert [n.op for n in P.fold_batch_norm(program.clone()).nodes] == [n.op for n in program.nodes]
+        assert [n.op for n in fold_batch_norm(program.clone()).nodes] == [n.op for n in program.nodes]
         np.testing.assert_allclose(model(x).numpy(), model.forward.dygraph_function(model, x).numpy(), rtol=1e-6)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 import oar
-from oar.plugins import AMP_FP32, Op, TensorMeta
+from oar.ops import AMP_FP32, Op, TensorMeta
 
 LOG_2 = float(np.log(2.0))
 

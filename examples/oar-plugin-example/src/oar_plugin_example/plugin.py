@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from oar.plugins import PLUGIN_PRIORITY, Pass, hookimpl
+from oar.plugins import PLUGIN_PRIORITY, Lazy, hookimpl
 from oar_plugin_example.ops import logcosh_op
 
 
@@ -52,20 +52,8 @@ def oar_register_layers(layers):
     layers.register("LogCoshLoss", LogCoshLoss)
 
 
-def skip_negation_under_logcosh(program):
-    """logcosh is even, ``logcosh(-x) == logcosh(x)``: a ``neg`` feeding ``logcosh`` is skipped
-    (the ``neg`` node, now unused, is removed by dead-code elimination after the passes)."""
-    producers = program.producers()
-    for node in program.nodes:
-        if node.op == "logcosh":
-            source = producers.get(node.inputs[0])
-            if source is not None and source.op == "neg":
-                node.inputs = [source.inputs[0]]
-    return program.prune()
-
-
 @hookimpl
 def oar_register_passes(passes):
-    # Level 1: part of every optimised to_static program. The gradient is unchanged too
-    # (d/dx logcosh(-x) = tanh(x)), so the pass is not inference-only.
-    passes.register("skip_negation_under_logcosh", Pass("skip_negation_under_logcosh", skip_negation_under_logcosh, level=1))
+    # Lazy: the pass module (and oar's static graph, which it imports) loads when a program is
+    # optimised, not when the plugin loads, so eager code never pays for it.
+    passes.register("skip_negation_under_logcosh", Lazy("oar_plugin_example.passes:skip_negation_under_logcosh"))

@@ -11,19 +11,18 @@ __doc__ = """oar: a deep-learning framework with PaddlePaddle's API, on numpy, e
 
 import importlib as _importlib
 
-__version__ = "0.1.0"
-
 from oar import errors  # noqa: E402
-from oar._core import tensor_methods as _tensor_methods  # noqa: E402,F401 - binds Tensor methods
-from oar._core.autograd import (  # noqa: E402
+from oar._engine import memory as _memory  # noqa: E402
+from oar._engine import registries as _registries  # noqa: E402
+from oar._engine.autograd import (  # noqa: E402
     enable_grad,
     grad,
     is_grad_enabled,
     no_grad,
     set_grad_enabled,
 )
-from oar._core.dispatch import get_device, set_device  # noqa: E402
-from oar._core.dtypes import (  # noqa: E402
+from oar._engine.device import CPUPlace, CUDAPlace, Place, get_device, set_device  # noqa: E402
+from oar._engine.dtypes import (  # noqa: E402
     DType,
     bfloat16,
     float16,
@@ -38,10 +37,11 @@ from oar._core.dtypes import (  # noqa: E402
     set_default_dtype,
     uint8,
 )
-from oar._core.dtypes import bool_ as bool  # noqa: E402,A001 - Paddle's name: oar.bool
-from oar._core.serialization import load, save  # noqa: E402
-from oar._core.tensor import CPUPlace, CUDAPlace, Place, Tensor, set_printoptions, to_tensor  # noqa: E402
-from oar._core.threads import set_num_threads  # noqa: E402
+from oar._engine.dtypes import bool_ as bool  # noqa: E402,A001 - Paddle's name: oar.bool
+from oar._engine.serialization import load, save  # noqa: E402
+from oar._engine.tensor import Tensor, set_printoptions, to_tensor  # noqa: E402
+from oar._engine.threads import set_num_threads  # noqa: E402
+from oar._ops import tensor_methods as _tensor_methods  # noqa: E402,F401 - binds Tensor's op methods
 
 # The public functions of each op family: each module's ``__all__`` is its chosen public list.
 from oar._ops.assign import *  # noqa: E402,F403
@@ -53,11 +53,25 @@ from oar._ops.linalg import *  # noqa: E402,F403
 from oar._ops.random import *  # noqa: E402,F403
 from oar._ops.reduction import *  # noqa: E402,F403
 from oar._ops.shape import *  # noqa: E402,F403
+from oar._version import __version__  # noqa: E402
+
+
+def _load_plugins() -> None:
+    # deferred (import time): pluggy and the entry points load on the first registry read, not at import oar
+    from oar.plugins import load_plugins
+
+    load_plugins()
+
+
+_registries.set_plugin_loader(_load_plugins)
+_memory.keep_freed_memory()  # a process-wide malloc setting (oar._engine.memory says why)
 
 # Subpackages and conveniences that load on first use; the value names the distribution that
 # provides them, so a missing one says what to install.
 _LAZY_MODULES = {
     "plugins": "oar-core",
+    "ops": "oar-core",
+    "utils": "oar-core",
     "hookspecs": "oar-core",
     "testing": "oar-core",
     "autograd": "oar-core",

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+
+from oar._version import __version__
+from oar.plugins import plugin_infos
 
 
 def _plugins_command(args) -> int:
-    import json
-
-    from oar.plugins import plugin_infos
-
     infos = plugin_infos()
     if args.json:
         print(json.dumps([info.__dict__ for info in infos], indent=2))
@@ -36,9 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "plugins":
         return _plugins_command(args)
     if args.command == "version":
-        import oar
-
-        print(oar.__version__)
+        print(__version__)
         return 0
     parser.print_help()
     return 0

@@ -1,40 +1,52 @@
-"""Core's own plugin: registers the cpu backend and core's ops through the same hooks as any
-third-party plugin (``oar.hookspecs``)."""
+"""Core's own plugin: registers the cpu backend, core's ops, passes and thread control through the
+same hooks as any third-party plugin (``oar.hookspecs``).
+
+The static graph's ops and passes are registered as ``Lazy`` entries: the graph
+(``oar._graph``) is imported when a program needs them, never by eager code.
+"""
 
 from __future__ import annotations
 
+from oar._engine.device import CPUBackend
+from oar._engine.registries import Lazy
+from oar._engine.threads import limit_blas_threads
+from oar._ops import ALL_OPS
 from oar.plugins import hookimpl
+
+# The static graph's ops and passes by name, with the module that defines each (pipeline order
+# within a phase is registration order: this order).
+GRAPH_OPS = {"cond": "oar._graph.control_flow:cond_op", "while": "oar._graph.control_flow:while_op"}
+GRAPH_PASSES = {
+    "constant_folding": "oar._graph.passes",
+    "common_subexpression_elimination": "oar._graph.passes",
+    "remove_detach": "oar._graph.passes",
+    "remove_identity_ops": "oar._graph.passes",
+    "dead_code_elimination": "oar._graph.passes",
+    "fuse_elementwise": "oar._graph.fusion",
+}
 
 
 @hookimpl
 def oar_register_backends(backends):
-    from oar._core.dispatch import CPUBackend
-
     backends.register("cpu", CPUBackend())
 
 
 @hookimpl
 def oar_register_ops(ops):
-    from oar._core.fusion import fused_elementwise_op
-    from oar._ops import ALL_OPS
-
     for op in ALL_OPS:
         ops.add(op)
-    ops.add(fused_elementwise_op)  # made by the fusion pass, from core's elementwise ops
+    for name, target in GRAPH_OPS.items():
+        ops.add(Lazy(target), name=name)
 
 
 @hookimpl
 def oar_register_passes(passes):
-    from oar._core.passes import BUILTIN_PASSES
-
-    for p in BUILTIN_PASSES:
-        passes.register(p.name, p)
+    for name, module in GRAPH_PASSES.items():
+        passes.register(name, Lazy(f"{module}:{name}"))
 
 
 @hookimpl
 def oar_register_thread_controls(thread_controls):
-    from oar._core.threads import limit_blas_threads
-
     thread_controls.register("blas", limit_blas_threads)
 
 

@@ -29,6 +29,10 @@ class ArgumentError(OarError, ValueError):
     """A bad argument value (an axis out of range, a negative size, ...)."""
 
 
+class IndexOutOfRangeError(ArgumentError, IndexError):
+    """An index outside the dimension it indexes: ``gather: index 7 is out of range for axis 0 of size 5``."""
+
+
 class KernelError(OarError, RuntimeError):
     """A kernel failed on inputs its op accepted; the message names the op and the inputs."""
 
@@ -54,6 +58,6 @@ class PluginWarning(UserWarning):
 
 
 __all__ = [
-    "OarError", "ShapeError", "DTypeError", "DeviceError", "ArgumentError", "KernelError",
+    "OarError", "ShapeError", "DTypeError", "DeviceError", "ArgumentError", "IndexOutOfRangeError", "KernelError",
     "GradientError", "RegistryError", "PluginError", "SerializationError", "PluginWarning",
 ]

@@ -11,8 +11,8 @@ whose ``ParamAttr`` sets no ``regularizer`` of its own; a parameter's own regula
 from __future__ import annotations
 
 import oar
-from oar._core.tensor import Tensor
 from oar.errors import ArgumentError
+from oar.ops import Tensor
 
 
 class WeightDecayRegularizer:

@@ -10,8 +10,8 @@ import shutil
 from pathlib import Path
 
 import oar
-from oar._core.serialization import atomic_file
 from oar.callbacks import Callback, TrainingCurves, VisualDL
+from oar.utils import atomic_file
 
 CHECKPOINTS = "checkpoints"
 LATEST = "latest.json"

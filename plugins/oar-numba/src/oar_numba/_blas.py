@@ -2,7 +2,7 @@
 
 A kernel that alternates copies and products (a convolution's patches, its GEMM, its epilogue)
 would otherwise return to Python for every product: one GIL release and re-acquisition each.
-While another Python thread runs a part of the same batch (``oar._core.executor``'s split), every
+While another Python thread runs a part of the same batch (``oar._graph.executor``'s split), every
 such re-acquisition the other thread holds the GIL for puts this thread to sleep, and waking a
 thread costs 60-90 us on the project's virtual machines: two halves of LeNet's batch 64 took
 820-1000 us each side by side against 610-680 us alone. With the product inside the kernel, a
@@ -30,7 +30,7 @@ from numba.core import cgutils
 from numba.core.errors import TypingError
 from numba.extending import intrinsic
 
-from oar._core.threads import blas_controllers
+from oar.ops import blas_controllers
 
 CBLAS_ROW_MAJOR, CBLAS_NO_TRANS, CBLAS_TRANS = 101, 111, 112
 _found: dict | None = None

@@ -37,8 +37,8 @@ import numba
 import numpy as np
 from numba import prange
 
-from oar._core.threads import blas_threads_for, one_blas_thread
 from oar.nn.functional import conv as _ref
+from oar.ops import blas_threads_for, one_blas_thread
 from oar_numba import _jit
 from oar_numba._blas import gemm, gemm_for, gemm_nt
 from oar_numba._jit import always_parallel, parallel, scratch, serial, split_samples, two_ways
@@ -342,7 +342,7 @@ def _wide_conv(x, w):
     y = np.empty((n, o, oh, ow), x.dtype)
 
     def samples(first, last):
-        with blas_threads_for(o, c * kh * kw, span):  # small per-sample products: see oar._core.threads
+        with blas_threads_for(o, c * kh * kw, span):  # small per-sample products: see oar._engine.threads
             for start, stop, cols in _wide_chunks(x, first, last, kh, kw, span):
                 # the products at full rows (oh * W columns): dropping each row's tail is a reshape
                 products = scratch("wide_products", (stop - start) * o * oh * width, x.dtype)

@@ -21,10 +21,12 @@
   Other convolutions run the registered ``conv`` kernel and a bias + relu pass in its buffer;
   other activations go to the reference epilogue.
 - ``fused_elementwise``: one compiled loop per distinct chain. The loop's source is generated
-  from the chain's op names through ``_TEMPLATES``, a fixed table of expression templates; an op
-  outside the table sends the chain to the reference kernel, and attribute values (a scale, a
-  bias) are passed to the compiled function as arguments, never written into its source.
-  So no string of a program ever reaches the generated code. Compiled loops are kept per
+  from the chain's op names through their ``numba`` lowerings (``LOWERINGS``, expression
+  templates this plugin registers in oar's lowering table; installed plugins may add their own
+  ops'); an op without one sends the chain to the reference kernel, and attribute values (a
+  scale, a bias) are passed to the compiled function as arguments, never written into its
+  source. So no string of a program ever reaches the generated code: op names only select
+  registered templates. Compiled loops are kept per
   (op names and argument indices, rank) for the life of the process.
 """
 
@@ -37,10 +39,9 @@ import numba
 import numpy as np
 from numba import prange
 
-from oar._core.fusion import cached_for, check_dtypes, evaluate_chain
-from oar._core.threads import blas_threads_for, one_blas_thread
 from oar.nn.functional import fused as _ref
 from oar.nn.functional import pooling as _pool
+from oar.ops import blas_threads_for, cached_for, check_dtypes, evaluate_chain, lowering, one_blas_thread
 from oar_numba._blas import gemm, gemm_for
 from oar_numba._conv import WIDE_CHUNK_BYTES, _wide_patches
 from oar_numba._jit import (
@@ -361,7 +362,7 @@ def fused_conv2d(x, w, b=None, stride=(1, 1), padding=(0, 0, 0, 0), dilation=(1,
 
 
 def _bind(attrs: dict):
-    """``fused_conv2d`` for one program node (see ``oar._core.executor``): the attributes are read
+    """``fused_conv2d`` for one program node (see ``oar._graph.executor``): the attributes are read
     once, and what a call needs besides its input (plan, weights as a matrix, checked bias,
     buffers' shapes) is worked out for the last input shape, weights and bias, so that a call does
     little but run the kernels (LeNet at batch 1: the checks and look-ups were a fifth of its
@@ -421,7 +422,7 @@ def _call_for(plan: _Plan | None, x, w, b, relu: bool, general_attrs: tuple):
 
 
 fused_conv2d.bind = _bind
-fused_conv2d.batch_parallel = True  # shares of a large batch on numba's threads (oar._core.executor)
+fused_conv2d.batch_parallel = True  # shares of a large batch on numba's threads (oar._graph.executor)
 
 
 def _run(plan: _Plan, x, w, b, relu: bool):
@@ -541,9 +542,12 @@ SPLIT_MIN = 1 << 18
 
 
 # -- fused_elementwise ----------------------------------------------------------------------------
-# op -> (expression template over the arguments {0}, {1}, ... and the attribute parameters
-# {p0}, {p1}, ...; the attribute names those parameters take, with their defaults)
-_TEMPLATES = {
+# How each op is written in a compiled loop: its lowering for target "numba" (the plugin registers
+# these through oar_register_op_lowerings, in oar's one (target, op) table). A lowering is an
+# expression template over the arguments {0}, {1}, ... and the attribute parameters {p0}, {p1}, ...,
+# with the attribute names those parameters take and their defaults.
+NUMBA = "numba"
+LOWERINGS = {
     "add": ("({0} + {1})", ()),
     "subtract": ("({0} - {1})", ()),
     "multiply": ("({0} * {1})", ()),
@@ -553,7 +557,7 @@ _TEMPLATES = {
     "relu": ("_relu({0}, zero)", ()),
     "scale": ("_scale({0}, {p0}, {p1}, {p2})", (("scale", 1.0), ("bias", 0.0), ("bias_after_scale", True))),
 }
-# Ops without a template send their chain to the reference kernel: maximum, minimum and clip
+# Ops without a lowering send their chain to the reference kernel: maximum, minimum and clip
 # (NaN rules), and the transcendental ones (exp, tanh, sigmoid, ...), which numpy evaluates with
 # SIMD and numba (without SVML) one element at a time: a chain with a tanh measured 15x slower.
 
@@ -571,7 +575,7 @@ def _scale(v, s, b, after):
 def _step_attr_values(chain) -> list:
     values = []
     for name, _, attrs in chain:
-        for attr, default in _TEMPLATES[name][1]:
+        for attr, default in lowering(NUMBA, name)[1]:
             values.append(attrs.get(attr, default))
     return values
 
@@ -580,11 +584,11 @@ def _source(chain, n_inputs: int, rank: int) -> str:
     """The loop's source: per element, load each input once, one local per step, store the last.
 
     Every name in it is generated here (``a0``, ``v0``, ``q0``, ``i0``, ...) or comes from a
-    template of ``_TEMPLATES``; attribute values arrive as the arguments ``q0, q1, ...``."""
+    template of a ``numba`` lowering; attribute values arrive as the arguments ``q0, q1, ...``."""
     params = 0
     steps = []
     for k, (name, args, _) in enumerate(chain):
-        template, attr_names = _TEMPLATES[name]
+        template, attr_names = lowering(NUMBA, name)
         names = {f"p{j}": f"q{params + j}" for j in range(len(attr_names))}
         params += len(attr_names)
         steps.append(f"v{n_inputs + k} = " + template.format(*[f"v{a}" for a in args], **names))
@@ -629,8 +633,8 @@ REFERENCE_BELOW = 1 << 15  # elements of the result; a 3-step broadcast chain br
 
 
 def supports(chain) -> bool:
-    """Whether every step of ``chain`` has a template (else the reference kernel runs it)."""
-    return all(step[0] in _TEMPLATES for step in chain)
+    """Whether every step of ``chain`` has a ``numba`` lowering (else the reference kernel runs it)."""
+    return all(lowering(NUMBA, step[0]) is not None for step in chain)
 
 
 def _chain_state(chain, n_inputs: int) -> dict:

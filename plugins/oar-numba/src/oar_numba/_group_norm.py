@@ -19,7 +19,7 @@ import math
 import numpy as np
 from numba import prange
 
-from oar.nn.functional import _group_norm as _ref
+from oar.nn.functional import norm as _ref
 from oar_numba._jit import parallel
 
 

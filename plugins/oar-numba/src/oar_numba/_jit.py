@@ -47,7 +47,7 @@ if "OMP_WAIT_POLICY" not in os.environ:
 import numba  # noqa: E402
 import numpy as np  # noqa: E402
 
-from oar._core.threads import blas_controllers, one_blas_thread  # noqa: E402
+from oar.ops import blas_controllers, one_blas_thread  # noqa: E402
 
 FASTMATH = {"reassoc", "contract", "arcp", "nsz"}
 # A call runs on numba's pool only when its largest array has at least SERIAL_BELOW elements.

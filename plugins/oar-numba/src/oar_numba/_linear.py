@@ -9,7 +9,7 @@ loaded machine), so a 2-d x of more rows, and any x of more dims, goes to the re
 
 In a program (the executor's bound nodes) at more than one thread, a product of
 ``PARTS_MIN_ROWS`` rows a thread and more that core keeps on one BLAS thread
-(``oar._core.threads.small_product``: OpenBLAS's threads would spin after it) runs in row shares
+(``oar._engine.threads.small_product``: OpenBLAS's threads would spin after it) runs in row shares
 instead, one per numba thread, each a GEMM of numpy's BLAS on one thread (``_blas``) into rows
 that start as the bias: LeNet's [64, 400] @ [400, 120] at batch-64 inference. Not in eager code,
 where such a product sits between BLAS's own threaded products (an MLP's larger layers) and
@@ -23,8 +23,8 @@ import numba
 import numpy as np
 from numba import prange
 
-from oar._core.threads import one_blas_thread, small_product
 from oar.nn.functional import common as _ref
+from oar.ops import one_blas_thread, small_product
 from oar_numba._blas import gemm, gemm_for
 from oar_numba._jit import always_parallel, serial
 
@@ -96,7 +96,7 @@ def linear(x, w, b):
 def _bind(attrs: dict):
     """``linear`` for one program node: the checks are made once per input shape and dtype, weight
     and bias (compared by identity: a program's parameters are the same arrays from call to call),
-    so that a batch-1 call is the loop and its output (see ``oar._core.executor``)."""
+    so that a batch-1 call is the loop and its output (see ``oar._graph.executor``)."""
     last = [(None, None, None, None, False)]  # (x's shape, x's dtype, w, b, whether they fit): replaced whole
 
     def linear_node(x, w, b):
@@ -117,4 +117,4 @@ def _bind(attrs: dict):
 
 
 linear.bind = _bind
-linear.batch_parallel = True  # row shares on numba's threads (oar._core.executor)
+linear.batch_parallel = True  # row shares on numba's threads (oar._graph.executor)

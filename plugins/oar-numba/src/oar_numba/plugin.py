@@ -19,7 +19,7 @@ import sys
 import numba
 
 from oar.plugins import PLUGIN_PRIORITY, hookimpl
-from oar_numba import KERNEL_DTYPES, KERNELS, _optimizer
+from oar_numba import KERNEL_DTYPES, KERNELS, _fused, _optimizer
 
 DTYPES = ("float32", "float64")
 
@@ -31,12 +31,18 @@ def oar_register_kernels(kernels):
     _optimizer.register_update_rules()  # optimizer updates are no ops: they have a registry of their own
 
 
+@hookimpl
+def oar_register_op_lowerings(lowerings):
+    for op_name, template in _fused.LOWERINGS.items():  # how fused_elementwise's compiled loop writes each op
+        lowerings.add(_fused.NUMBA, op_name, template)
+
+
 def set_numba_threads(n: int) -> None:
     """numba's pool has NUMBA_NUM_THREADS threads, fixed at start-up: ask for more, get them all."""
     numba.set_num_threads(min(n, numba.config.NUMBA_NUM_THREADS))
 
 
-set_numba_threads.per_thread = True  # numba's count is the calling thread's (see oar._core.threads)
+set_numba_threads.per_thread = True  # numba's count is the calling thread's (see oar._engine.threads)
 
 
 @hookimpl

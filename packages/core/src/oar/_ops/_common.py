@@ -4,21 +4,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from oar._core import dtypes as _dt
-from oar._core.dispatch import BACKENDS, dispatch
-from oar._core.op import TensorMeta
-from oar._core.tensor import Tensor, to_tensor
+from oar._engine import dtypes as _dt
+from oar._engine.dispatch import dispatch
+from oar._engine.op import TensorMeta, fmt_shape
+from oar._engine.registries import BACKENDS
+from oar._engine.tensor import Tensor, to_tensor
 from oar.errors import ArgumentError, ShapeError
 
 __all__ = [
     "TensorMeta", "Tensor", "dispatch", "as_tensor", "scalar_like", "binary_operands",
     "broadcast_shapes", "same_meta", "float_meta", "binary_meta", "compare_meta", "bool_meta",
-    "normalize_axis", "normalize_axes", "unbroadcast", "fmt_shape",
+    "normalize_axis", "normalize_axes", "fmt_shape",
 ]
-
-
-def fmt_shape(shape) -> str:
-    return "[" + ", ".join("?" if d is None else str(d) for d in shape) + "]"
 
 
 def as_tensor(value, name: str = "x", op: str = "") -> Tensor:
@@ -132,21 +129,3 @@ def normalize_axes(axis, ndim: int, op: str) -> tuple | None:
         axis = [axis]
     axes = tuple(sorted({normalize_axis(a, ndim, op) for a in axis}))
     return axes if axes or ndim == 0 else axes
-
-
-def unbroadcast(grad: Tensor, shape) -> Tensor:
-    """Sum ``grad`` down to ``shape``: the gradient of broadcasting an input of that shape."""
-    shape = tuple(shape)
-    gshape = tuple(grad._data.shape)
-    if gshape == shape:
-        return grad
-    from oar._ops.reduction import sum as _sum
-
-    # Two sums and no reshape: Paddle's reshape reads a 0 in a shape as "keep this dim".
-    lead = len(gshape) - len(shape)
-    if lead:
-        grad = _sum(grad, axis=list(range(lead)))
-    ones = [i for i, d in enumerate(shape) if d == 1 and gshape[lead + i] != 1]
-    if ones:
-        grad = _sum(grad, axis=ones, keepdim=True)
-    return grad

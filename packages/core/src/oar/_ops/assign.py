@@ -6,7 +6,7 @@ by to_static and carries the gradient (the identity) back to its input.
 
 from __future__ import annotations
 
-from oar._core.op import Op
+from oar._engine.op import Op
 from oar._ops._common import Tensor, as_tensor, dispatch, same_meta
 from oar.errors import ArgumentError
 

@@ -13,10 +13,12 @@ import math
 
 import numpy as np
 
-from oar._core import dtypes as _dt
-from oar._core.dispatch import BACKENDS, current_device
-from oar._core.op import Op
-from oar._core.tensor import Tensor, _place_backend
+from oar._engine import dtypes as _dt
+from oar._engine.device import current_device
+from oar._engine.device import place_backend as _place_backend
+from oar._engine.op import Op
+from oar._engine.registries import BACKENDS
+from oar._engine.tensor import Tensor
 from oar._ops._common import TensorMeta, as_tensor, dispatch
 from oar.errors import ArgumentError, DTypeError
 

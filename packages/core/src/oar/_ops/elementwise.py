@@ -10,8 +10,10 @@ import math
 
 import numpy as np
 
-from oar._core import dtypes as _dt
-from oar._core.op import AMP_FP32, AMP_PROMOTE, Op
+from oar._engine import dtypes as _dt
+from oar._engine.inplace import apply_inplace
+from oar._engine.op import AMP_FP32, AMP_PROMOTE, NUMPY_OUT, Op
+from oar._engine.registries import BACKENDS
 from oar._ops._common import (
     Tensor,
     TensorMeta,
@@ -24,13 +26,15 @@ from oar._ops._common import (
     dispatch,
     float_meta,
     same_meta,
-    unbroadcast,
 )
 from oar._ops.creation import zeros_like
+from oar._ops.indexing import nonzero
+from oar._ops.reduction import unbroadcast
 from oar.errors import ArgumentError, DTypeError, OarError
 
 ELEMENTWISE = ("elementwise",)
 BINARY = ("elementwise", "binary")
+FUSIBLE = ("fusible",)  # elementwise fusion may chain the op (oar._graph.fusion)
 NATIVE_FLOATS = (_dt.float16, _dt.float32, _dt.float64)  # bfloat16 computes in float32
 INTS_AND_FLOATS = _dt.INT_DTYPES + NATIVE_FLOATS  # no bool
 INTS_AND_BOOL = (_dt.bool_,) + _dt.INT_DTYPES
@@ -143,7 +147,7 @@ def _to_device_meta(x: TensorMeta, device) -> TensorMeta:
     return x
 
 
-to_device_op = Op("to_device", reference=_to_device_kernel, meta=_to_device_meta)
+to_device_op = Op("to_device", paddle=("Tensor.cpu", "Tensor.cuda", "Tensor.to"), reference=_to_device_kernel, meta=_to_device_meta)
 
 
 @to_device_op.defgrad
@@ -153,8 +157,6 @@ def _to_device_grad(ctx, g):
 
 def to_device(x: Tensor, device: str) -> Tensor:
     """Copy ``x`` to the backend named ``device`` (keeps the tape)."""
-    from oar._core.dispatch import BACKENDS
-
     if device == x._backend:
         return x
     BACKENDS.get(device)  # a clear error when that backend is not installed
@@ -162,7 +164,8 @@ def to_device(x: Tensor, device: str) -> Tensor:
 
 
 # -- arithmetic ---------------------------------------------------------------------------------
-add_op = Op("add", reference=np.add, meta=binary_meta("add"), traits=BINARY, promote=True)
+add_op = Op("add", reference=np.add, meta=binary_meta("add"), traits=BINARY + FUSIBLE, promote=True,
+            lowerings={NUMPY_OUT: np.add})
 
 
 @add_op.defgrad
@@ -182,7 +185,8 @@ def add(x, y, name=None) -> Tensor:
 
 
 # numpy refuses bool - bool (and so does Paddle): the meta says so in oar's terms
-subtract_op = Op("subtract", reference=np.subtract, meta=numeric_binary_meta("subtract"), traits=BINARY, promote=True)
+subtract_op = Op("subtract", reference=np.subtract, meta=numeric_binary_meta("subtract"), traits=BINARY + FUSIBLE,
+                 promote=True, lowerings={NUMPY_OUT: np.subtract})
 
 
 @subtract_op.defgrad
@@ -196,7 +200,8 @@ def subtract(x, y, name=None) -> Tensor:
     return _binary(subtract_op, x, y)
 
 
-multiply_op = Op("multiply", reference=np.multiply, meta=binary_meta("multiply"), traits=BINARY, promote=True)
+multiply_op = Op("multiply", reference=np.multiply, meta=binary_meta("multiply"), traits=BINARY + FUSIBLE,
+                 promote=True, lowerings={NUMPY_OUT: np.multiply})
 
 
 @multiply_op.defgrad
@@ -216,8 +221,8 @@ def multiply(x, y, name=None) -> Tensor:
 
 
 divide_op = Op(
-    "divide", reference=np.true_divide, meta=binary_meta("divide", result="float"), traits=BINARY,
-    promote=True, float_only=True, dtypes=NATIVE_FLOATS,
+    "divide", reference=np.true_divide, meta=binary_meta("divide", result="float"), traits=BINARY + FUSIBLE,
+    promote=True, float_only=True, dtypes=NATIVE_FLOATS, lowerings={NUMPY_OUT: np.true_divide},
 )
 
 
@@ -240,7 +245,7 @@ def _neg_kernel(x):
     return np.negative(x) if x.dtype != np.bool_ else np.logical_not(x)
 
 
-neg_op = Op("neg", reference=_neg_kernel, meta=same_meta, traits=ELEMENTWISE)
+neg_op = Op("neg", reference=_neg_kernel, meta=same_meta, traits=ELEMENTWISE + FUSIBLE, lowerings={NUMPY_OUT: np.negative})
 
 
 @neg_op.defgrad
@@ -343,7 +348,7 @@ def _pow_meta(x: TensorMeta, factor) -> TensorMeta:
 
 
 # float32 under autocast, as Paddle's black list keeps ``square`` (this op with factor=2)
-pow_op = Op("pow", reference=_pow_kernel, meta=_pow_meta, traits=ELEMENTWISE, amp=AMP_FP32, dtypes=INTS_AND_FLOATS)
+pow_op = Op("pow", reference=_pow_kernel, meta=_pow_meta, traits=ELEMENTWISE + FUSIBLE, amp=AMP_FP32, dtypes=INTS_AND_FLOATS)
 
 
 @pow_op.defgrad
@@ -364,7 +369,7 @@ def _elementwise_pow_kernel(x, y):
 
 
 elementwise_pow_op = Op(
-    "elementwise_pow", reference=_elementwise_pow_kernel, meta=numeric_binary_meta("pow"), traits=BINARY,
+    "elementwise_pow", paddle=("pow", "Tensor.pow", "Tensor.__pow__"), reference=_elementwise_pow_kernel, meta=numeric_binary_meta("pow"), traits=BINARY,
     promote=True, dtypes=INTS_AND_FLOATS,
 )
 
@@ -407,11 +412,13 @@ def square(x, name=None) -> Tensor:
     return _call(pow_op, (as_tensor(x, "x", "square"),), {"factor": 2})
 
 
-def _float_unary(name: str, kernel, amp: str = AMP_PROMOTE) -> Op:
-    return Op(name, reference=kernel, meta=float_meta, traits=ELEMENTWISE, amp=amp, float_only=True, dtypes=NATIVE_FLOATS)
+def _float_unary(name: str, kernel, amp: str = AMP_PROMOTE, *, fusible: bool = False, into=None) -> Op:
+    """A float op of one input; ``into``: its ufunc that writes into ``out=`` (the numpy_out lowering)."""
+    return Op(name, reference=kernel, meta=float_meta, traits=ELEMENTWISE + (FUSIBLE if fusible else ()), amp=amp,
+              float_only=True, dtypes=NATIVE_FLOATS, lowerings={NUMPY_OUT: into} if into is not None else None)
 
 
-sqrt_op = _float_unary("sqrt", np.sqrt)
+sqrt_op = _float_unary("sqrt", np.sqrt, fusible=True, into=np.sqrt)
 
 
 @sqrt_op.defgrad
@@ -434,7 +441,7 @@ def _rsqrt_kernel(x):
         return np.asarray(1 / np.sqrt(x)).astype(x.dtype, copy=False)
 
 
-rsqrt_op = _float_unary("rsqrt", _rsqrt_kernel)
+rsqrt_op = _float_unary("rsqrt", _rsqrt_kernel, fusible=True)
 
 
 @rsqrt_op.defgrad
@@ -453,7 +460,7 @@ def _reciprocal_kernel(x):
         return np.reciprocal(x)
 
 
-reciprocal_op = _float_unary("reciprocal", _reciprocal_kernel)
+reciprocal_op = _float_unary("reciprocal", _reciprocal_kernel, fusible=True)
 
 
 @reciprocal_op.defgrad
@@ -468,7 +475,8 @@ def reciprocal(x, name=None) -> Tensor:
 
 
 # -- math functions -----------------------------------------------------------------------------
-exp_op = Op("exp", reference=np.exp, meta=float_meta, traits=ELEMENTWISE, amp=AMP_FP32, float_only=True, dtypes=NATIVE_FLOATS)
+exp_op = Op("exp", reference=np.exp, meta=float_meta, traits=ELEMENTWISE + FUSIBLE, amp=AMP_FP32, float_only=True,
+            dtypes=NATIVE_FLOATS, lowerings={NUMPY_OUT: np.exp})
 
 
 @exp_op.defgrad
@@ -486,7 +494,7 @@ def exp(x, name=None) -> Tensor:
     return _unary(exp_op, x)
 
 
-log_op = _float_unary("log", np.log, AMP_FP32)
+log_op = _float_unary("log", np.log, AMP_FP32, fusible=True, into=np.log)
 
 
 @log_op.defgrad
@@ -542,7 +550,7 @@ def log10(x, name=None) -> Tensor:
     return _unary(log10_op, x)
 
 
-tanh_op = _float_unary("tanh", np.tanh)
+tanh_op = _float_unary("tanh", np.tanh, fusible=True, into=np.tanh)
 
 
 @tanh_op.defgrad
@@ -556,7 +564,7 @@ def tanh(x, name=None) -> Tensor:
     return _unary(tanh_op, x)
 
 
-sin_op = _float_unary("sin", np.sin)
+sin_op = _float_unary("sin", np.sin, fusible=True, into=np.sin)
 
 
 @sin_op.defgrad
@@ -570,7 +578,7 @@ def sin(x, name=None) -> Tensor:
     return _unary(sin_op, x)
 
 
-cos_op = _float_unary("cos", np.cos)
+cos_op = _float_unary("cos", np.cos, fusible=True, into=np.cos)
 
 
 @cos_op.defgrad
@@ -604,7 +612,7 @@ def _sigmoid_kernel(x):
     return np.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
 
 
-sigmoid_op = _float_unary("sigmoid", _sigmoid_kernel)
+sigmoid_op = _float_unary("sigmoid", _sigmoid_kernel, fusible=True)
 
 
 @sigmoid_op.defgrad
@@ -648,7 +656,7 @@ def _erf_kernel(x):
     return np.copysign(out, x).astype(x.dtype, copy=False)
 
 
-erf_op = _float_unary("erf", _erf_kernel)
+erf_op = _float_unary("erf", _erf_kernel, fusible=True)
 
 
 @erf_op.defgrad
@@ -667,7 +675,8 @@ def _numeric_unary(name: str, kernel, *, dtypes=INTS_AND_FLOATS, meta=None) -> O
     return Op(name, reference=kernel, meta=meta or numeric_meta(name), traits=ELEMENTWISE, dtypes=dtypes)
 
 
-abs_op = _numeric_unary("abs", np.abs)
+abs_op = Op("abs", reference=np.abs, meta=numeric_meta("abs"), traits=ELEMENTWISE + FUSIBLE, dtypes=INTS_AND_FLOATS,
+            lowerings={NUMPY_OUT: np.absolute})
 
 
 @abs_op.defgrad
@@ -768,7 +777,7 @@ def _clip_meta(x: TensorMeta, min=None, max=None) -> TensorMeta:  # noqa: A002
     return x
 
 
-clip_op = Op("clip", reference=_clip_kernel, meta=_clip_meta, traits=ELEMENTWISE, dtypes=INTS_AND_FLOATS)
+clip_op = Op("clip", reference=_clip_kernel, meta=_clip_meta, traits=ELEMENTWISE + FUSIBLE, dtypes=INTS_AND_FLOATS)
 
 
 @clip_op.defgrad
@@ -822,7 +831,16 @@ def _scale_kernel(x, scale=1.0, bias=0.0, bias_after_scale=True):
     return np.asarray(out).astype(x.dtype, copy=False)
 
 
-scale_op = Op("scale", reference=_scale_kernel, meta=numeric_meta("scale"), traits=ELEMENTWISE, dtypes=INTS_AND_FLOATS)
+scale_op = Op("scale", reference=_scale_kernel, meta=numeric_meta("scale"), traits=ELEMENTWISE + FUSIBLE,
+              dtypes=INTS_AND_FLOATS)
+
+
+@scale_op.lowering(NUMPY_OUT)
+def _scale_into(x, out, scale=1.0, bias=0.0, bias_after_scale=True):
+    s, b = x.dtype.type(scale), x.dtype.type(bias)
+    first, second, (p, q) = (np.multiply, np.add, (s, b)) if bias_after_scale else (np.add, np.multiply, (b, s))
+    y = np.asarray(first(x, p, out=out))  # a 0-d input gives a numpy scalar: make it an array
+    return second(y, q, out=y)
 
 
 @scale_op.defgrad
@@ -862,8 +880,10 @@ def scale(x, scale=1.0, bias=0.0, bias_after_scale=True, act=None, name=None) ->
 
 
 # -- maximum, minimum, where -------------------------------------------------------------------
-maximum_op = Op("maximum", reference=np.maximum, meta=binary_meta("maximum"), traits=BINARY, promote=True)
-minimum_op = Op("minimum", reference=np.minimum, meta=binary_meta("minimum"), traits=BINARY, promote=True)
+maximum_op = Op("maximum", reference=np.maximum, meta=binary_meta("maximum"), traits=BINARY + FUSIBLE, promote=True,
+                lowerings={NUMPY_OUT: np.maximum})
+minimum_op = Op("minimum", reference=np.minimum, meta=binary_meta("minimum"), traits=BINARY + FUSIBLE, promote=True,
+                lowerings={NUMPY_OUT: np.minimum})
 
 
 def _extremum_grad(first_wins):
@@ -938,8 +958,6 @@ def where(condition, x=None, y=None, name=None):
     [0.0, 2.0, 0.0]
     """
     if x is None and y is None:
-        from oar._ops.indexing import nonzero
-
         return nonzero(condition, as_tuple=True)
     if x is None or y is None:
         raise ArgumentError("where: give both x and y, or neither (then where(condition) lists the "
@@ -1032,8 +1050,6 @@ def _into(out, result: Tensor, op: str) -> Tensor:
         return result
     if not isinstance(out, Tensor):
         raise ArgumentError(f"{op}: out must be a Tensor, got {type(out).__name__}")
-    from oar._ops.inplace import apply_inplace
-
     return apply_inplace(out, result, name=op)
 
 

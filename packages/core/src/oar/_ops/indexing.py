@@ -18,8 +18,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from oar._core import dtypes as _dt
-from oar._core.op import Op
+from oar._engine import dtypes as _dt
+from oar._engine.inplace import apply_inplace, check_target
+from oar._engine.inplace import inplace_variant as _inplace
+from oar._engine.op import Op
+from oar._engine.registries import BACKENDS
 from oar._ops._common import (
     Tensor,
     TensorMeta,
@@ -29,17 +32,14 @@ from oar._ops._common import (
     fmt_shape,
     normalize_axis,
     scalar_like,
-    unbroadcast,
 )
-from oar.errors import ArgumentError, DTypeError, GradientError, ShapeError
+from oar._ops.reduction import unbroadcast
+from oar._ops.shape import broadcast_to, reshape
+from oar.errors import ArgumentError, DTypeError, GradientError, IndexOutOfRangeError, ShapeError
 
 SHAPE = ("shape",)
 NONDIFF = ("nondiff",)
 MAX_INDEX_TENSORS = 64  # numpy's limit on the dims of one index; bounds ``nondiff_inputs``
-
-
-class IndexOutOfRangeError(ArgumentError, IndexError):
-    """An index outside ``[-size, size)``: an ``ArgumentError`` that ``except IndexError`` catches too."""
 
 
 # ------------------------------------------------------------------------------------------
@@ -82,17 +82,13 @@ def _check_axis(op: str, axis: int, ndim: int) -> None:
 
 def _zeros(like: Tensor, shape) -> Tensor:
     """Zeros of ``shape`` with ``like``'s dtype and device, built from ops (so it can be traced)."""
-    from oar._ops.shape import broadcast_to
-
     return broadcast_to(scalar_like(False, like), list(shape))  # a bool scalar takes like's dtype
 
 
 def _value_tensor(value, like: Tensor, op: str, name: str = "value") -> Tensor:
     """``value`` (scalar, array or tensor) as a tensor of ``like``'s dtype on its device."""
-    from oar._ops.elementwise import cast
-
     if isinstance(value, Tensor):
-        return cast(value, like.dtype) if value._data.dtype != like._data.dtype else value
+        return value.astype(like.dtype) if value._data.dtype != like._data.dtype else value
     try:
         array = np.asarray(value, dtype=like._data.dtype)
     except (TypeError, ValueError) as exc:
@@ -101,8 +97,6 @@ def _value_tensor(value, like: Tensor, op: str, name: str = "value") -> Tensor:
 
 
 def _on_device(array: np.ndarray, like: Tensor) -> Tensor:
-    from oar._core.dispatch import BACKENDS
-
     if like._backend != "cpu":
         array = BACKENDS.get(like._backend).from_numpy(array)
     return Tensor._wrap(array, like._backend, True, None, 0, None)
@@ -144,8 +138,6 @@ gather_op = Op("gather", reference=_gather_kernel, meta=_gather_meta, traits=SHA
 
 @gather_op.defgrad
 def _gather_grad(ctx, g):
-    from oar._ops.shape import reshape
-
     x_shape, index_shape = ctx.in_shapes
     index = ctx.input(1)
     axis = ctx.attrs["axis"]
@@ -168,8 +160,6 @@ def gather(x, index, axis=None, name=None) -> Tensor:
     x = as_tensor(x, "x", "gather")
     index = _index_tensor(index, "gather")
     if index.ndim == 2 and index.shape[1] == 1:  # Paddle's legacy [N, 1] index
-        from oar._ops.shape import reshape
-
         index = reshape(index, [index.shape[0]])
     if index.ndim > 1:
         raise ShapeError(f"gather: index must be 0-D or 1-D, got shape {index.shape}")
@@ -425,8 +415,6 @@ def scatter(x, index, updates, overwrite=True, name=None) -> Tensor:
     >>> oar.scatter(x, index, updates, overwrite=False).tolist()
     [[3.0, 3.0], [6.0, 6.0], [1.0, 1.0]]
     """
-    from oar._ops.shape import reshape
-
     x = as_tensor(x, "x", "scatter")
     index = _index_tensor(index, "scatter")
     updates = _value_tensor(updates, x, "scatter", "updates")
@@ -509,8 +497,6 @@ def _along_axis_args(op: str, arr, indices, axis):
 
 
 def _broadcast_checked(op: str, t: Tensor, shape, name: str) -> Tensor:
-    from oar._ops.shape import broadcast_to
-
     out = broadcast_shapes(op, t.shape, shape, names=[name, "target"])
     if list(out) != list(shape):
         raise ShapeError(f"{op}: cannot broadcast {name} {t.shape} to {list(shape)}")
@@ -595,8 +581,6 @@ def _put_along_axis_grad(ctx, g):
         raise GradientError(
             f"put_along_axis: the gradient is defined for reduce='assign', 'add' and 'mean', not {reduce!r}"
         )
-    from oar._ops.shape import broadcast_to
-
     indices = ctx.input(1)
     arr_shape, _, values_shape = ctx.in_shapes
     take = {"axis": axis}
@@ -667,8 +651,6 @@ masked_select_op = Op("masked_select", reference=_masked_select_kernel, meta=_ma
 
 @masked_select_op.defgrad
 def _masked_select_grad(ctx, g):
-    from oar._ops.shape import broadcast_to
-
     x_shape, mask_shape = ctx.in_shapes
     mask = ctx.input(1)
     shape = list(broadcast_shapes("masked_select", x_shape, mask_shape))
@@ -706,15 +688,13 @@ masked_fill_op = Op("masked_fill", reference=_masked_fill_kernel, meta=_masked_f
 
 @masked_fill_op.defgrad
 def _masked_fill_grad(ctx, g):
-    from oar._ops.elementwise import equal
-
     x_shape, _, value_shape = ctx.in_shapes
     mask = ctx.input(1)
     zero = scalar_like(0, g)
     gx = unbroadcast(dispatch(masked_fill_op, (g, mask, zero), {}), x_shape) if ctx.needs_input_grad[0] else None
     gv = None
     if ctx.needs_input_grad[2]:
-        unmasked = equal(mask, False)
+        unmasked = mask == False  # noqa: E712 - an elementwise comparison, not a truth test
         gv = unbroadcast(dispatch(masked_fill_op, (g, unmasked, zero), {}), value_shape)
     return gx, None, gv
 
@@ -758,8 +738,6 @@ def nonzero(x, as_tuple=False) -> Tensor | tuple:
     if not as_tuple:
         return dispatch(nonzero_op, (x,), {})
     if x.ndim == 0:
-        from oar._ops.shape import reshape
-
         x = reshape(x, [1])
     coords = dispatch(nonzero_op, (x,), {})
     return tuple(
@@ -1029,7 +1007,7 @@ def _getitem_meta(x: TensorMeta, *indices: TensorMeta, items) -> TensorMeta:
 
 
 getitem_op = Op(
-    "getitem", reference=_getitem_kernel, meta=_getitem_meta, traits=SHAPE,
+    "getitem", paddle=("Tensor.__getitem__",), reference=_getitem_kernel, meta=_getitem_meta, traits=SHAPE,
     nondiff_inputs=range(1, MAX_INDEX_TENSORS + 1),
 )
 
@@ -1118,15 +1096,13 @@ def _setitem_meta(x: TensorMeta, value: TensorMeta, *indices: TensorMeta, items)
 
 
 setitem_op = Op(
-    "setitem", reference=_setitem_kernel, meta=_setitem_meta,
+    "setitem", paddle=("Tensor.__setitem__",), reference=_setitem_kernel, meta=_setitem_meta,
     nondiff_inputs=range(2, MAX_INDEX_TENSORS + 2),
 )
 
 
 @setitem_op.defgrad
 def _setitem_grad(ctx, g):
-    from oar._ops.shape import reshape
-
     indices = _saved_indices(ctx, 2)
     items = ctx.attrs["items"]
     _, value_shape = ctx.in_shapes[:2]
@@ -1160,20 +1136,6 @@ def setitem(x, index, value) -> Tensor:
     return dispatch(setitem_op, (x, value, *tensors), {"items": items})
 
 
-def _inplace(fn, name: str):
-    """The in-place variant ``name`` of ``fn``: ``x`` becomes ``fn(x, ...)`` (``oar._ops.inplace``)."""
-
-    def inplace(x, *args, **kwargs):
-        from oar._ops.inplace import apply_inplace, check_target
-
-        check_target(x, name)  # before computing: a refused call records nothing
-        return apply_inplace(x, fn(x, *args, **kwargs), name)
-
-    inplace.__name__ = inplace.__qualname__ = name
-    inplace.__doc__ = f"In-place ``{fn.__name__}``: ``x`` becomes ``{fn.__name__}(x, ...)``; returns ``x``."
-    return inplace
-
-
 scatter_ = _inplace(scatter, "scatter_")
 index_add_ = _inplace(index_add, "index_add_")
 put_along_axis_ = _inplace(put_along_axis, "put_along_axis_")
@@ -1187,8 +1149,6 @@ def _tensor_getitem(self, index) -> Tensor:
 
 def _tensor_setitem(self, index, value) -> None:
     """``x[index] = value`` in place, recorded on the tape as a ``setitem`` op."""
-    from oar._ops.inplace import apply_inplace, check_target
-
     check_target(self, "setitem")
     items, tensors = parse_index(index)
     value = _value_tensor(value, self, "setitem")

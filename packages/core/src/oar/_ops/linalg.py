@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from oar._core import dtypes as _dt
-from oar._core.op import AMP_LOW_PRECISION, Op
-from oar._core.threads import one_blas_thread, small_product
+from oar._engine import dtypes as _dt
+from oar._engine.op import AMP_LOW_PRECISION, Op
+from oar._engine.threads import one_blas_thread, small_product
 from oar._ops._common import (
     Tensor,
     TensorMeta,
@@ -20,8 +20,11 @@ from oar._ops._common import (
     broadcast_shapes,
     dispatch,
     fmt_shape,
-    unbroadcast,
 )
+from oar._ops.elementwise import cast
+from oar._ops.reduction import sum as _sum
+from oar._ops.reduction import unbroadcast
+from oar._ops.shape import broadcast_to, reshape_to
 from oar.errors import ArgumentError, GradientError, ShapeError
 
 # numpy's float16 products accumulate in float16 and bfloat16 matmul returns float32: compute
@@ -31,8 +34,6 @@ PRODUCT_DTYPES = (_dt.float32, _dt.float64) + _dt.INT_DTYPES
 
 def _as_input_dtype(grad: Tensor, like: Tensor) -> Tensor:
     """A gradient in the dtype of the input it belongs to (inputs of mixed dtypes were promoted)."""
-    from oar._ops.elementwise import cast
-
     return grad if grad.dtype is like.dtype or not like.dtype.is_floating else cast(grad, like.dtype)
 
 
@@ -46,7 +47,7 @@ def _matmul_kernel(x, y, transpose_x=False, transpose_y=False):
         x = np.swapaxes(x, -1, -2)
     if transpose_y and y.ndim >= 2:
         y = np.swapaxes(y, -1, -2)
-    if small_product(x, y):  # see oar._core.threads: a threaded small product leaves BLAS spinning
+    if small_product(x, y):  # see oar._engine.threads: a threaded small product leaves BLAS spinning
         with one_blas_thread():
             return np.asarray(np.matmul(x, y))
     return np.asarray(np.matmul(x, y))
@@ -86,8 +87,6 @@ matmul_op = Op(
 
 @matmul_op.defgrad
 def _matmul_grad(ctx, g):
-    from oar._ops.shape import reshape_to
-
     x, y = ctx.inputs
     xs, ys = ctx.in_shapes
     tx = ctx.attrs["transpose_x"] and len(xs) > 1  # transposing a 1-d operand does nothing
@@ -182,8 +181,6 @@ dot_op = Op("dot", reference=_dot_kernel, meta=_dot_meta, amp=AMP_LOW_PRECISION,
 
 @dot_op.defgrad
 def _dot_grad(ctx, g):
-    from oar._ops.shape import reshape_to
-
     x, y = ctx.inputs
     g = reshape_to(g, list(g.shape) + [1])  # one value per row, broadcast along it
     gx = _as_input_dtype(g * y, x) if ctx.needs_input_grad[0] else None
@@ -220,8 +217,6 @@ outer_op = Op("outer", reference=_outer_kernel, meta=_outer_meta, promote=True)
 
 @outer_op.defgrad
 def _outer_grad(ctx, g):
-    from oar._ops.shape import reshape_to
-
     x, y = ctx.inputs
     xs, ys = ctx.in_shapes
     gx = gy = None
@@ -346,9 +341,6 @@ einsum_op = Op(
 
 @einsum_op.defgrad
 def _einsum_grad(ctx, g):
-    from oar._ops.reduction import sum as _sum
-    from oar._ops.shape import broadcast_to, reshape_to
-
     equation = ctx.attrs["equation"]
     terms, out = parse_einsum(equation)
     inputs = ctx.inputs

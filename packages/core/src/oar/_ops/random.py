@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from oar._core import dtypes as _dt
-from oar._core.dispatch import current_device
-from oar._core.op import Op
+from oar._engine import dtypes as _dt
+from oar._engine.device import current_device
+from oar._engine.op import Op
 from oar._ops._common import Tensor, TensorMeta, as_tensor, dispatch, fmt_shape
 from oar._ops.creation import _scalar_arg, dtype_arg, shape_arg
+from oar._ops.elementwise import cast, to_device
+from oar._ops.shape import reshape_to
 from oar.errors import ArgumentError, ShapeError
 
 RANDOM = ("nondiff", "random")
@@ -95,8 +97,6 @@ def set_rng_state(state_list, device=None) -> None:
 def _moved(out: Tensor, device: str) -> Tensor:
     if device == out._backend:
         return out
-    from oar._ops.elementwise import to_device
-
     return to_device(out, device)
 
 
@@ -173,7 +173,7 @@ def _gaussian_kernel(*, shape, dtype, mean, std, seed, place):
     return np.asarray(z * std + mean).astype(d.np)
 
 
-gaussian_op = Op("gaussian", reference=_gaussian_kernel, meta=_creation_meta, traits=CREATION)
+gaussian_op = Op("gaussian", paddle=("normal", "randn", "standard_normal"), reference=_gaussian_kernel, meta=_creation_meta, traits=CREATION)
 
 
 def _gaussian(shape, d: _dt.DType, mean: float, std: float, fn: str, device: str | None = None) -> Tensor:
@@ -215,9 +215,6 @@ def normal(mean=0.0, std=1.0, shape=None, name=None) -> Tensor:
     >>> oar.normal(oar.to_tensor([0.0, 10.0, 100.0]), 0.0).tolist()
     [0.0, 10.0, 100.0]
     """
-    from oar._ops.elementwise import cast
-    from oar._ops.shape import reshape_to
-
     mean_t, std_t = isinstance(mean, Tensor), isinstance(std, Tensor)
     if not mean_t and not std_t:
         if shape is None:

@@ -17,9 +17,10 @@ import math
 
 import numpy as np
 
-from oar._core import dispatch as _dispatch
-from oar._core import dtypes as _dt
-from oar._core.op import AMP_FP32, Op
+from oar._engine import dtypes as _dt
+from oar._engine import eager as _eager
+from oar._engine.dispatch import _mode_stack
+from oar._engine.op import AMP_FP32, Op
 from oar._ops._common import (
     Tensor,
     TensorMeta,
@@ -29,6 +30,7 @@ from oar._ops._common import (
     normalize_axes,
     normalize_axis,
 )
+from oar._ops.shape import broadcast_to, broadcast_to_op, reshape
 from oar.errors import ArgumentError, DTypeError, ShapeError
 
 REDUCTION = ("reduction",)
@@ -92,8 +94,6 @@ def _require_nonempty(op: str, x: Tensor, axes) -> None:
 
 def expand_reduced(g: Tensor, in_shape, axis, keepdim: bool) -> Tensor:
     """Broadcast the gradient of a reduction back to the input's shape."""
-    from oar._ops.shape import broadcast_to, broadcast_to_op
-
     if not keepdim and (axis is None or tuple(axis) == tuple(range(len(axis)))):
         # Leading dims broadcast without a reshape (a loss's sum or mean: one op less per step),
         # and the shape is known to fit: the op itself, without broadcast_to's argument checks.
@@ -101,7 +101,7 @@ def expand_reduced(g: Tensor, in_shape, axis, keepdim: bool) -> Tensor:
         if tuple(shape) == g._data.shape:
             return g
         data = g._data
-        if not _dispatch.grad_enabled and len(_dispatch._mode_stack) == 1 and type(data) is np.ndarray:
+        if not _eager.grad_enabled and len(_mode_stack) == 1 and type(data) is np.ndarray:
             # a plain backward records nothing: the kernel's broadcast view, without the dispatch
             if data.ndim == 0:  # a full sum's or mean's: the zero-stride view made directly (0.3 us, 2.5 us
                 view = np.ndarray(shape, data.dtype, data, 0, (0,) * len(shape))  # through broadcast_to)
@@ -115,8 +115,6 @@ def expand_reduced(g: Tensor, in_shape, axis, keepdim: bool) -> Tensor:
 
 def keep_reduced(t: Tensor, in_shape, axis, keepdim: bool) -> Tensor:
     """A reduced tensor reshaped so that it broadcasts against the input (the keepdim shape)."""
-    from oar._ops.shape import reshape
-
     if keepdim:
         return t
     return reshape(t, list(reduced_shape(in_shape, axis, True)))
@@ -128,16 +126,14 @@ def _count(shape, axis) -> int:
 
 
 def _float_mask(condition: Tensor, like: Tensor) -> Tensor:
-    from oar._ops.elementwise import cast
 
-    return cast(condition, like.dtype)
+    return condition.astype(like.dtype)
 
 
 def _sign(x: Tensor) -> Tensor:
     """-1, 0 or 1 of ``x``, a constant of the gradient rules (comparisons carry no gradient)."""
-    from oar._ops.elementwise import greater_than, less_than
 
-    return _float_mask(greater_than(x, 0.0), x) - _float_mask(less_than(x, 0.0), x)
+    return _float_mask((x > 0.0), x) - _float_mask((x < 0.0), x)
 
 
 def _dtype_name(dtype, op: str) -> str:
@@ -177,9 +173,7 @@ def sum(x, axis=None, dtype=None, keepdim=False, name=None) -> Tensor:
     if dtype is None and x.dtype in (_dt.bool_, _dt.int32):
         dtype = _dt.int64
     if dtype is not None:
-        from oar._ops.elementwise import cast
-
-        x = cast(x, _dtype_name(dtype, "sum"))
+        x = x.astype(_dtype_name(dtype, "sum"))
     return dispatch(sum_op, (x,), {"axis": axes, "keepdim": bool(keepdim)})
 
 
@@ -225,16 +219,15 @@ def _prod_grad(ctx, g):
     # d prod / d x_i is the product of the other elements. Dividing the product by x_i fails at
     # zeros, so: replace zeros by one, and keep the quotient only where it is the true value --
     # everywhere when the slice has no zero, at the zero itself when it has exactly one.
-    from oar._ops.elementwise import equal
 
     (x,) = ctx.inputs
     (shape,) = ctx.in_shapes
     axis = ctx.attrs["axis"]
-    is_zero = _float_mask(equal(x, 0.0), x)
+    is_zero = _float_mask((x == 0.0), x)
     safe = x + is_zero
     nonzero_product = dispatch(prod_op, (safe,), {"axis": axis, "keepdim": True})
     zeros = dispatch(sum_op, (is_zero,), {"axis": axis, "keepdim": True})
-    keep = (1.0 - is_zero) * _float_mask(equal(zeros, 0.0), x) + is_zero * _float_mask(equal(zeros, 1.0), x)
+    keep = (1.0 - is_zero) * _float_mask((zeros == 0.0), x) + is_zero * _float_mask((zeros == 1.0), x)
     return expand_reduced(g, shape, axis, ctx.attrs["keepdim"]) * (nonzero_product / safe) * keep
 
 
@@ -248,9 +241,7 @@ def prod(x, axis=None, keepdim=False, dtype=None, name=None) -> Tensor:
     x = as_tensor(x, "x", "prod")
     axes = reduce_axes(axis, x._data.ndim, "prod")
     if dtype is not None:
-        from oar._ops.elementwise import cast
-
-        x = cast(x, _dtype_name(dtype, "prod"))
+        x = x.astype(_dtype_name(dtype, "prod"))
     return dispatch(prod_op, (x,), {"axis": axes, "keepdim": bool(keepdim)})
 
 
@@ -258,12 +249,11 @@ def prod(x, axis=None, keepdim=False, dtype=None, name=None) -> Tensor:
 def _extreme_grad(ctx, g, *, even: bool):
     # The gradient goes to the elements equal to the result: all of them in full (max/min), or
     # shared evenly among ties (amax/amin), as Paddle documents.
-    from oar._ops.elementwise import equal
 
     (x,) = ctx.inputs
     (shape,) = ctx.in_shapes
     axis, keepdim = ctx.attrs["axis"], ctx.attrs["keepdim"]
-    hit = _float_mask(equal(x, keep_reduced(ctx.out, shape, axis, keepdim)), g)
+    hit = _float_mask((x == keep_reduced(ctx.out, shape, axis, keepdim)), g)
     if even:
         hit = hit / dispatch(sum_op, (hit,), {"axis": axis, "keepdim": True})
     return expand_reduced(g, shape, axis, keepdim) * hit
@@ -502,12 +492,11 @@ logsumexp_op = Op(
 
 @logsumexp_op.defgrad
 def _logsumexp_grad(ctx, g):
-    from oar._ops.elementwise import exp
 
     (x,) = ctx.inputs
     (shape,) = ctx.in_shapes
     axis, keepdim = ctx.attrs["axis"], ctx.attrs["keepdim"]
-    softmax = exp(x - keep_reduced(ctx.out, shape, axis, keepdim))
+    softmax = (x - keep_reduced(ctx.out, shape, axis, keepdim)).exp()
     return expand_reduced(g, shape, axis, keepdim) * softmax
 
 
@@ -595,7 +584,6 @@ def _cumprod_grad(ctx, g):
     # dx_i = sum_{j >= i} g_j * prod_{k <= j, k != i} x_k. Before the first zero of a slice this
     # is reverse-cumsum(g * out) / x_i; at the first zero it is reverse-cumsum(g * cumprod(x with
     # that zero set to one)); after it, every product contains the zero.
-    from oar._ops.elementwise import equal
 
     (x,) = ctx.inputs
     axis, reverse = ctx.attrs["axis"], ctx.attrs["reverse"]
@@ -603,22 +591,19 @@ def _cumprod_grad(ctx, g):
     def scan(op, t, rev):
         return dispatch(op, (t,), {"axis": axis, "reverse": rev})
 
-    is_zero = _float_mask(equal(x, 0.0), x)
+    is_zero = _float_mask((x == 0.0), x)
     zeros_so_far = scan(cumsum_op, is_zero, reverse)
-    before_zero = _float_mask(equal(zeros_so_far, 0.0), x)
-    first_zero = is_zero * _float_mask(equal(zeros_so_far, 1.0), x)
+    before_zero = _float_mask((zeros_so_far == 0.0), x)
+    first_zero = is_zero * _float_mask((zeros_so_far == 1.0), x)
     at_zero_product = scan(cumprod_op, x + first_zero, reverse)
     return (before_zero * scan(cumsum_op, g * ctx.out, not reverse) / (x + is_zero)
             + first_zero * scan(cumsum_op, g * at_zero_product, not reverse))
 
 
 def _scan_input(op: str, x, axis, dtype) -> tuple[Tensor, int]:
-    from oar._ops.elementwise import cast
-    from oar._ops.shape import reshape
-
     x = as_tensor(x, "x", op)
     if dtype is not None:
-        x = cast(x, _dtype_name(dtype, op))
+        x = x.astype(_dtype_name(dtype, op))
     if axis is None:
         return reshape(x, [-1]), 0
     axis = normalize_axis(axis, x._data.ndim, op, "axis" if op == "cumsum" else "dim")
@@ -672,20 +657,18 @@ def _p_norm_kernel(x, porder, axis=None, keepdim=False):
 
 
 p_norm_op = Op(
-    "p_norm", reference=_p_norm_kernel, meta=_reduce_meta("norm", "float"), traits=REDUCTION, amp=AMP_FP32,
+    "p_norm", paddle=("linalg.norm", "norm", "Tensor.norm"), reference=_p_norm_kernel, meta=_reduce_meta("norm", "float"), traits=REDUCTION, amp=AMP_FP32,
     float_only=True, dtypes=NATIVE_FLOATS,
 )
 
 
 def _positive_pow(t: Tensor, exponent: float) -> Tensor:
-    from oar._ops.elementwise import exp, log
 
-    return exp(log(t) * exponent)
+    return (t.log() * exponent).exp()
 
 
 @p_norm_op.defgrad
 def _p_norm_grad(ctx, g):
-    from oar._ops.elementwise import equal, not_equal
 
     (x,) = ctx.inputs
     (shape,) = ctx.in_shapes
@@ -698,13 +681,13 @@ def _p_norm_grad(ctx, g):
     if p == 1:
         return g * sign
     if p in ("inf", "-inf"):  # like max/min: every element at the extreme gets the full gradient
-        return g * sign * _float_mask(equal(x * sign, out), x)
-    safe_out = out + _float_mask(equal(out, 0.0), x)  # an all-zero slice has gradient 0
+        return g * sign * _float_mask((x * sign == out), x)
+    safe_out = out + _float_mask((out == 0.0), x)  # an all-zero slice has gradient 0
     if p == 2:
         return g * x / safe_out
     # g * sign(x) * |x|^(p-1) / out^(p-1); |x|^(p-1) is taken as 0 at x = 0.
     magnitude = x * sign
-    nonzero = _float_mask(not_equal(magnitude, 0.0), x)
+    nonzero = _float_mask((magnitude != 0.0), x)
     scaled = _positive_pow(magnitude + (1.0 - nonzero), p - 1.0) * nonzero
     return g * sign * scaled / _positive_pow(safe_out, p - 1.0)
 
@@ -764,8 +747,6 @@ def norm(x, p=None, axis=None, keepdim=False, name=None) -> Tensor:
 
 
 def _matrix_norm(x: Tensor, p, axes, keepdim: bool) -> Tensor:
-    from oar._ops.shape import reshape
-
     rows, cols = axes
     if p in (None, "fro"):
         return _vector_norm(x, 2, tuple(sorted(axes)), keepdim)
@@ -814,7 +795,7 @@ def _take_along_axis_meta(x: TensorMeta, index: TensorMeta, axis) -> TensorMeta:
 
 
 take_along_axis_op = Op(
-    "_take_along_axis", reference=_take_along_axis_kernel, meta=_take_along_axis_meta, nondiff_inputs=(1,)
+    "_take_along_axis", paddle=(), reference=_take_along_axis_kernel, meta=_take_along_axis_meta, nondiff_inputs=(1,)
 )
 
 
@@ -840,7 +821,7 @@ def _scatter_add_along_axis_meta(src: TensorMeta, index: TensorMeta, axis, shape
 
 
 scatter_add_along_axis_op = Op(
-    "_scatter_add_along_axis", reference=_scatter_add_along_axis_kernel, meta=_scatter_add_along_axis_meta,
+    "_scatter_add_along_axis", paddle=(), reference=_scatter_add_along_axis_kernel, meta=_scatter_add_along_axis_meta,
     nondiff_inputs=(1,),
 )
 
@@ -1006,7 +987,6 @@ median_op = Op("median", reference=_median_kernel, meta=_median_meta, traits=RED
 @median_op.defgrad
 def _median_grad(ctx, g, _low, _high):
     # The two middle elements each get half (the same element both halves when N is odd).
-    from oar._ops.elementwise import cast
 
     (x,) = ctx.inputs
     if not x.dtype.is_floating:
@@ -1014,7 +994,7 @@ def _median_grad(ctx, g, _low, _high):
     (shape,) = ctx.in_shapes
     axis, keepdim = ctx.attrs["axis"], ctx.attrs["keepdim"]
     _, low, high = (t.detach() for t in ctx.outputs)
-    g = keep_reduced(cast(g, x.dtype), shape, (axis,), keepdim)
+    g = keep_reduced(g.astype(x.dtype), shape, (axis,), keepdim)
     low = keep_reduced(low, shape, (axis,), keepdim)
     if ctx.attrs["mode"] == "min":
         return scatter_add_along_axis(g, low, axis, shape)
@@ -1037,8 +1017,6 @@ def median(x, axis=None, keepdim=False, mode="avg", name=None):
     >>> values.tolist(), index.tolist()
     ([2.0], [2])
     """
-    from oar._ops.shape import reshape
-
     x = as_tensor(x, "x", "median")
     if mode not in ("avg", "min"):
         raise ArgumentError(f"median: mode must be 'avg' or 'min', got {mode!r}")
@@ -1077,3 +1055,19 @@ METHODS = {
     "any": any, "cumsum": cumsum, "cumprod": cumprod, "norm": norm, "sort": sort, "argsort": argsort,
     "topk": topk, "median": median,
 }
+
+
+def unbroadcast(grad: Tensor, shape) -> Tensor:
+    """Sum ``grad`` down to ``shape``: the gradient of broadcasting an input of that shape."""
+    shape = tuple(shape)
+    gshape = tuple(grad._data.shape)
+    if gshape == shape:
+        return grad
+    # Two sums and no reshape: Paddle's reshape reads a 0 in a shape as "keep this dim".
+    lead = len(gshape) - len(shape)
+    if lead:
+        grad = sum(grad, axis=list(range(lead)))
+    ones = [i for i, d in enumerate(shape) if d == 1 and gshape[lead + i] != 1]
+    if ones:
+        grad = sum(grad, axis=ones, keepdim=True)
+    return grad

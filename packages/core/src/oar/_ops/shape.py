@@ -15,8 +15,8 @@ import math
 
 import numpy as np
 
-from oar._core import dtypes as _dt
-from oar._core.op import Op, same_samples
+from oar._engine import dtypes as _dt
+from oar._engine.op import Op, same_samples
 from oar._ops._common import (
     Tensor,
     TensorMeta,
@@ -24,7 +24,6 @@ from oar._ops._common import (
     dispatch,
     fmt_shape,
     normalize_axis,
-    unbroadcast,
 )
 from oar.errors import ArgumentError, ShapeError
 
@@ -612,7 +611,7 @@ tile_op = Op("tile", reference=_tile_kernel, meta=_tile_meta, traits=SHAPE)
 
 @tile_op.defgrad
 def _tile_grad(ctx, g):
-    from oar._ops.reduction import sum as _sum
+    from oar._ops.reduction import sum as _sum  # allowed cycle: shape and reduction are each other's gradients
 
     (shape,) = ctx.in_shapes
     reps = list(ctx.attrs["repeat_times"])
@@ -665,6 +664,8 @@ broadcast_to_op = Op("broadcast_to", reference=_broadcast_to_kernel, meta=_broad
 
 @broadcast_to_op.defgrad
 def _broadcast_to_grad(ctx, g):
+    from oar._ops.reduction import unbroadcast  # allowed cycle: shape and reduction are each other's gradients
+
     (shape,) = ctx.in_shapes
     return unbroadcast(g, shape)
 
@@ -978,7 +979,7 @@ pad_op = Op("pad", reference=_pad_kernel, meta=_pad_meta, traits=SHAPE)
 
 @pad_op.defgrad
 def _pad_grad(ctx, g):
-    from oar._ops.reduction import sum as _sum
+    from oar._ops.reduction import sum as _sum  # allowed cycle: shape and reduction are each other's gradients
 
     (shape,) = ctx.in_shapes
     pads, mode = ctx.attrs["pads"], ctx.attrs["mode"]

@@ -17,14 +17,14 @@
 
 from __future__ import annotations
 
-from oar._core.autograd import backward as backward
-from oar._core.autograd import enable_grad as enable_grad
-from oar._core.autograd import grad as grad
-from oar._core.autograd import is_grad_enabled as is_grad_enabled
-from oar._core.autograd import no_grad as no_grad
-from oar._core.autograd import set_grad_enabled as set_grad_enabled
-from oar._core.pylayer import PyLayer as PyLayer
-from oar._core.pylayer import PyLayerContext as PyLayerContext
+from oar._engine.autograd import backward as backward
+from oar._engine.autograd import enable_grad as enable_grad
+from oar._engine.autograd import grad as grad
+from oar._engine.autograd import is_grad_enabled as is_grad_enabled
+from oar._engine.autograd import no_grad as no_grad
+from oar._engine.autograd import set_grad_enabled as set_grad_enabled
+from oar._engine.pylayer import PyLayer as PyLayer
+from oar._engine.pylayer import PyLayerContext as PyLayerContext
 
 __all__ = [
     "backward", "PyLayer", "PyLayerContext", "grad", "no_grad", "enable_grad", "set_grad_enabled",

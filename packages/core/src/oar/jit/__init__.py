@@ -12,13 +12,14 @@
 it resolves on first use, so importing oar.jit never imports oar.nn.
 """
 
-from oar._core.tracing import GraphBreakError as GraphBreakError
+from oar._graph.tracing import GraphBreakError as GraphBreakError
 from oar.jit._save_load import load as load
 from oar.jit._save_load import save as save
 from oar.jit.api import StaticFunction as StaticFunction
 from oar.jit.api import enable_to_static as enable_to_static
 from oar.jit.api import not_to_static as not_to_static
 from oar.jit.api import to_static as to_static
+from oar.jit.translated_layer import translated_layer_class
 
 __all__ = ["to_static", "not_to_static", "enable_to_static", "save", "load", "TranslatedLayer", "StaticFunction",
            "GraphBreakError"]
@@ -26,8 +27,6 @@ __all__ = ["to_static", "not_to_static", "enable_to_static", "save", "load", "Tr
 
 def __getattr__(name: str):
     if name == "TranslatedLayer":
-        from oar.jit.translated_layer import translated_layer_class
-
         cls = translated_layer_class()
         globals()["TranslatedLayer"] = cls
         return cls

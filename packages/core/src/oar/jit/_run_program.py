@@ -3,7 +3,7 @@
 When a to_static call needs gradients, ``TrainingPrograms.run`` executes the forward section
 with the executor (keeping alive the forward values the backward reads) and returns outputs
 attached to ONE autograd node. That node's gradient rule runs the backward section -- the
-gradient ops ``oar._core.backward.append_backward`` derived from the ops' rules -- with the
+gradient ops ``oar._graph.static_backward.append_backward`` derived from the ops' rules -- with the
 incoming output gradients, and hands the gradients of the inputs and parameters back to the
 autograd engine, which accumulates them into ``.grad`` (hooks, ``oar.grad``, ``retain_graph``
 behave as in eager). A random op's draw (dropout's mask) is a forward value: the backward reads
@@ -21,20 +21,22 @@ import warnings
 
 import numpy as np
 
-from oar._core import dispatch as _dispatch
-from oar._core.autograd import Node
-from oar._core.backward import BackwardProgram, NotDerivable, _rng, _set_rng, append_backward, generalize_sizes
-from oar._core.executor import Executor
-from oar._core.passes import optimize
-from oar._core.program import Program, ValueRef, iter_refs, map_refs
-from oar._core.tensor import Tensor
+from oar._engine import eager as _eager
+from oar._engine.autograd import grad
+from oar._engine.registries import BACKENDS
+from oar._engine.tape import Node
+from oar._engine.tensor import Tensor
+from oar._graph.executor import Executor
+from oar._graph.passes import optimize
+from oar._graph.program import Program, ValueRef, iter_refs, map_refs
+from oar._graph.static_backward import BackwardProgram, NotDerivable, _rng, _set_rng, append_backward, generalize_sizes
 from oar.errors import GradientError
 
 
 def resized_dynamic_dims(t: Tensor, shape) -> Tensor:
     """``t`` with every dim that ``shape`` marks dynamic (None) at another size (rows repeated or
     dropped): tracing again with it tells whether a program depends on those sizes."""
-    a = np.asarray(_dispatch.BACKENDS.get(t._backend).to_numpy(t._data))
+    a = np.asarray(BACKENDS.get(t._backend).to_numpy(t._data))
     for axis, d in enumerate(shape):
         if d is None:
             n = a.shape[axis]
@@ -185,21 +187,19 @@ class RunProgramOp:
                 raise GradientError(
                     f"output {k} of a to_static program is needed for the backward pass, but it was modified in "
                     f"place after the forward; call .clone() before the in-place op")
-        if _dispatch.grad_enabled:  # create_graph=True: the gradients must be differentiable
+        if _eager.grad_enabled:  # create_graph=True: the gradients must be differentiable
             return self._differentiable_grad(node, grads)
         results = plan.backward.run([g._data for g in grads] + self.saved)
         n = len(plan.targets)
         grads_out = list(results[:n])
         for k, flag in zip(plan.flagged, results[n:]):
-            if not bool(np.asarray(_dispatch.BACKENDS.get(flag._backend).to_numpy(flag._data))):
+            if not bool(np.asarray(BACKENDS.get(flag._backend).to_numpy(flag._data))):
                 grads_out[k] = None  # the branch that ran never reached it: eager leaves .grad None
         return tuple(grads_out)
 
     def _differentiable_grad(self, node: Node, grads) -> tuple:
         """Replay the forward under eager autograd (the same random draws, no state written) and
         differentiate that tape, so that the gradients can be differentiated again."""
-        from oar._core.autograd import grad
-
         inputs = list(node.inputs)
         now = _rng()
         _set_rng(self.rng)

@@ -19,10 +19,16 @@ import os
 
 import numpy as np
 
-from oar._core.program import Program, check_ops_registered, iter_refs
-from oar._core.serialization import atomic_file
-from oar._core.tensor import Tensor
+from oar._engine.registries import OPS
+from oar._engine.serialization import atomic_file
+from oar._engine.serialization import load as oar_load
+from oar._engine.serialization import save as oar_save
+from oar._graph.passes import optimize
+from oar._graph.program import Program, check_ops_registered, iter_refs
+from oar._version import __version__
 from oar.errors import ArgumentError, SerializationError
+from oar.jit.api import StaticFunction, _is_layer
+from oar.jit.translated_layer import translated_layer_class
 
 FORMAT = "oar.jit"
 VERSION = 1
@@ -30,31 +36,27 @@ PROGRAM_SUFFIX = ".json"
 PARAMS_SUFFIX = ".pdiparams"
 
 
-def _distribution_of(plugin: str) -> str:
+def _distribution_of(plugin: str) -> dict:
+    """``{"package": ..., "version": ...}`` of the distribution whose entry point ``plugin`` is."""
     if plugin == "oar.core":
-        return "oar-core"
-    from importlib.metadata import entry_points
+        return {"package": "oar-core", "version": __version__}
+    from importlib.metadata import entry_points  # deferred (import time): jit.save alone reads it
 
     for ep in entry_points(group="oar"):
         if ep.name == plugin and getattr(ep, "dist", None) is not None:
-            return ep.dist.name
-    return plugin
+            return {"package": ep.dist.name, "version": ep.dist.version}
+    return {"package": plugin, "version": ""}
 
 
 def requirements(program: Program) -> dict:
-    """The plugins (with their package and version) that provide the program's ops."""
-    from oar.plugins import plugin_infos, registries
-
-    ops = registries().ops
-    versions = {info.name: info.version for info in plugin_infos()}
-    by_op = {name: ops.source_of(name) for name in program.op_names()}
-    plugins = {src: {"package": _distribution_of(src), "version": versions.get(src, "")} for src in sorted(set(by_op.values()))}
+    """The plugins (with their package and version) that provide the program's ops, from the op
+    registry: which plugin registered each op."""
+    by_op = {name: OPS.source_of(name) for name in program.op_names()}
+    plugins = {src: _distribution_of(src) for src in sorted(set(by_op.values()))}
     return {"plugins": plugins, "ops": by_op}
 
 
 def _static_function(layer_or_fn, input_spec):
-    from oar.jit.api import StaticFunction, _is_layer
-
     if isinstance(layer_or_fn, StaticFunction):
         fn = layer_or_fn
         if input_spec is not None:
@@ -99,10 +101,6 @@ def save(layer, path: str, input_spec=None, **configs) -> None:
     >>> loaded(oar.zeros([3, 2])).tolist()
     [[2.0, 2.0], [2.0, 2.0], [2.0, 2.0]]
     """
-    from oar import __version__
-    from oar._core.passes import optimize
-    from oar._core.serialization import save as oar_save
-
     if configs:
         raise ArgumentError(f"jit.save: unsupported arguments {sorted(configs)}")
     if not isinstance(path, (str, os.PathLike)) or not os.path.basename(os.fspath(path)):
@@ -170,8 +168,6 @@ def load(path: str, **configs):
     A missing op says which package to install; a file from a newer oar says so; a truncated or
     corrupted file raises ``oar.errors.SerializationError``.
     """
-    from oar._core.serialization import load as oar_load
-    from oar.jit import TranslatedLayer
 
     if configs:
         raise ArgumentError(f"jit.load: unsupported arguments {sorted(configs)}")
@@ -207,18 +203,4 @@ def load(path: str, **configs):
             raise SerializationError(f"jit.load: parameter {name!r} is {array.dtype}{list(array.shape)} in "
                                      f"{path + PARAMS_SUFFIX!r} but the program expects {value.meta!r}")
     specs = document.get("input_spec") or []
-    return TranslatedLayer._from_saved(program, state["params"], specs)
-
-
-def _to_feed(x, spec: dict, i: int) -> Tensor:
-    from oar._core import dtypes as _dt
-    from oar._core.tensor import to_tensor
-
-    t = x if isinstance(x, Tensor) else to_tensor(x)
-    shape, dtype = spec.get("shape", []), _dt.get_dtype(spec.get("dtype", t.dtype.name))
-    name = spec.get("name") or f"input {i}"
-    if t.dtype is not dtype or len(t.shape) != len(shape) or any(d not in (-1, s) for d, s in zip(shape, t.shape)):
-        shown = [None if d == -1 else d for d in shape]
-        raise ArgumentError(f"TranslatedLayer: input {name!r} must be {dtype.name}{shown} (None: any size), got "
-                            f"{t.dtype.name}{t.shape}")
-    return t
+    return translated_layer_class()._from_saved(program, state["params"], specs)

@@ -11,33 +11,35 @@ dim at another size (from the same rows, without side effects), and when the two
 -- the size was baked into an attribute or a constant, as ``reshape(x, [x.shape[0], -1])`` does
 -- the function is captured per size instead.
 
-When the function cannot be captured (data-dependent Python, see ``oar._core.tracing``) it falls
+When the function cannot be captured (data-dependent Python, see ``oar._graph.tracing``) it falls
 back to eager for good, with one ``UserWarning`` naming the file and line, or raises
 ``GraphBreakError`` under ``full_graph=True``.
 """
 
 from __future__ import annotations
 
+import copy
 import functools
 import inspect
-import json
 import operator
 import warnings
 import weakref
 
 import numpy as np
 
-from oar._core import dispatch as _dispatch
-from oar._core.executor import Executor
-from oar._core.passes import attr_key, optimize
-from oar._core.program import Program, encode_structure
-from oar._core.tensor import Tensor
-from oar._core.tracing import GraphBreak, GraphBreakError, TracingMode, user_location
-from oar.errors import ArgumentError, SerializationError
+from oar._engine import eager as _eager
+from oar._engine.device import current_device
+from oar._engine.dispatch import _mode_stack
+from oar._engine.tensor import Tensor
+from oar._graph.executor import Executor
+from oar._graph.passes import optimize
+from oar._graph.program import Program, program_signature
+from oar._graph.tracing import GraphBreak, GraphBreakError, TracingMode, user_location
+from oar._ops.random import get_rng_state, set_rng_state
+from oar.errors import ArgumentError
 from oar.jit._run_program import TrainingPrograms, resized_dynamic_dims
+from oar.jit.dy2static.convert import ENABLED, StaticFunctionBase, convert_function
 from oar.static.input import BuildStrategy, InputSpec
-
-_ENABLED = [True]
 
 
 def enable_to_static(enable_to_static_bool: bool) -> None:
@@ -50,11 +52,11 @@ def enable_to_static(enable_to_static_bool: bool) -> None:
     """
     if not isinstance(enable_to_static_bool, bool):
         raise ArgumentError(f"enable_to_static: expected a bool, got {type(enable_to_static_bool).__name__}")
-    _ENABLED[0] = enable_to_static_bool
+    ENABLED[0] = enable_to_static_bool
 
 
 def _tracing_active() -> bool:
-    return any(isinstance(m, TracingMode) for m in _dispatch._mode_stack)
+    return any(isinstance(m, TracingMode) for m in _mode_stack)
 
 
 # ------------------------------------------------------------------------------------------
@@ -111,8 +113,6 @@ def _spec_leaves(spec, out: list) -> None:
 
 def _example_tensor(spec: InputSpec, dynamic_size: int) -> Tensor:
     """A tensor that fits ``spec``: dynamic dims of ``dynamic_size``, floats in [0.1, 1), ints 0."""
-    from oar._core.dispatch import current_device
-
     shape = tuple(dynamic_size if d == -1 else d for d in spec.shape)
     if spec.dtype.is_floating:
         count = int(np.prod(shape, dtype=np.int64))
@@ -138,52 +138,28 @@ def _from_specs(spec):
     return spec
 
 
-def program_signature(program: Program) -> tuple:
-    """What makes two captures the same program: nodes, attributes, constants' contents,
-    parameters, outputs and updates (not the metas, which differ in dynamic dims only)."""
-    constants = tuple((name, vid, a.dtype.str, a.shape, a.tobytes())
-                      for (name, vid), a in zip(program.constants.items(), program.constant_data.values()))
-    try:
-        outputs = json.dumps(encode_structure(program.outputs), sort_keys=True)
-    except SerializationError:
-        outputs = repr(program.outputs)
-    return (
-        tuple((n.op, tuple(n.inputs), tuple(n.outputs), attr_key(n.attrs), n.no_grad) for n in program.nodes),
-        constants, tuple(program.params.items()), tuple(program.feeds), outputs, tuple(program.updates),
-    )
-
-
 class _Snapshot:
     """Saves tensors' values and the random generator's state, and puts them back: a capture that
     is not the user's call (the second trace of a dynamic dim, ``get_concrete_program``) must
     leave no trace -- no running statistics updated, no random numbers drawn."""
 
     def __init__(self, tensors):
-        import sys
-
         seen = set()
         self.saved = []
         for t in tensors:
             if id(t) not in seen and type(t._data) is np.ndarray:
                 seen.add(id(t))
                 self.saved.append((t, t._data, t._data.copy(), t._vc))
-        self.rng = None
-        if "oar._ops.random" in sys.modules:
-            from oar._ops.random import get_rng_state
-
-            self.rng = get_rng_state()
+        self.rng = get_rng_state()
 
     def restore(self) -> None:
-        for t, data, copy, vc in self.saved:
+        for t, data, saved, vc in self.saved:
             t._data, t._vc = data, vc  # the buffer and the counter its views share
             if data.flags.writeable:
-                np.copyto(data, copy)
+                np.copyto(data, saved)
             else:
-                t._data = copy
-        if self.rng is not None:
-            from oar._ops.random import set_rng_state
-
-            set_rng_state(self.rng)
+                t._data = saved
+        set_rng_state(self.rng)
 
 
 class Capture:
@@ -224,18 +200,18 @@ class Capture:
         return self._training
 
     def needs_autograd(self, feeds) -> bool:
-        if len(_dispatch._mode_stack) > 1:  # autocast or another mode must see every op
+        if len(_mode_stack) > 1:  # autocast or another mode must see every op
             return True
-        if not _dispatch.grad_enabled:
+        if not _eager.grad_enabled:
             return False
         return any(not t.stop_gradient for t in feeds) or any(not p.stop_gradient for p in self.params)
 
     def run(self, feeds):
-        if len(_dispatch._mode_stack) == 1 and not _dispatch.grad_enabled:  # inference, the hot path
+        if len(_mode_stack) == 1 and not _eager.grad_enabled:  # inference, the hot path
             executor = self._infer if self._infer is not None else self.inference_executor
             return executor.run(feeds)
         if self.needs_autograd(feeds):
-            if len(_dispatch._mode_stack) == 1:  # the backward derived into the program (oar._core.backward)
+            if len(_mode_stack) == 1:  # the backward derived into the program (oar._graph.static_backward)
                 plan = self.training_programs.plan_for(feeds)
                 if plan is not None:
                     return plan.run(feeds)
@@ -254,7 +230,7 @@ def _same(obj):
     return obj
 
 
-class StaticFunction:
+class StaticFunction(StaticFunctionBase):
     """A function (or a bound Layer method) whose calls run captured programs.
 
     Made by ``oar.jit.to_static``; ``concrete_program`` is the last captured ``Program``,
@@ -333,8 +309,6 @@ class StaticFunction:
 
     def _call_converted(self, args, kwargs):
         """Call the function with its tensor-dependent control flow converted (``oar.jit.dy2static``)."""
-        from oar.jit.dy2static import convert_function
-
         function = convert_function(self.dygraph_function)
         if self._instance is not None:
             return function(self._instance, *args, **kwargs)
@@ -347,11 +321,11 @@ class StaticFunction:
         # the cache key (which walks the arguments and the input_spec: a quarter of a batch-1
         # LeNet call).
         fast = self._fast
-        if fast is not None and not kwargs and len(_dispatch._mode_stack) == 1 and _ENABLED[0]:
+        if fast is not None and not kwargs and len(_mode_stack) == 1 and ENABLED[0]:
             if self._fast_signature(args) == fast[0]:
                 entry = self._last = fast[1]
                 return entry.run(list(args))
-        if not _ENABLED[0] or self._fallback is not None or _tracing_active():
+        if not ENABLED[0] or self._fallback is not None or _tracing_active():
             return self._call_python(args, kwargs)
         tensors: list = []
         names: list = []
@@ -438,7 +412,7 @@ class StaticFunction:
 
     def _trace(self, args, kwargs, tensors, names, shapes, *, full_graph: bool, isolate: bool = False):
         program = Program()
-        program.meta = {"function": self._name, "device": tensors[0]._backend if tensors else _dispatch.current_device()}
+        program.meta = {"function": self._name, "device": tensors[0]._backend if tensors else current_device()}
         flags = self._layer_flags()
         if flags:
             program.meta["training"] = bool(flags[0])
@@ -572,8 +546,6 @@ class StaticFunction:
 
     def __deepcopy__(self, memo):
         # A copied layer gets a fresh StaticFunction: captured programs hold the original's tensors.
-        import copy
-
         inst = self._instance
         clone = StaticFunction(self.dygraph_function, copy.deepcopy(self._input_spec, memo), self._build_strategy,
                                self._full_graph, instance=None if inst is None else copy.deepcopy(inst, memo))
@@ -660,4 +632,4 @@ def not_to_static(function=None):
     return function
 
 
-__all__ = ["to_static", "not_to_static", "enable_to_static", "StaticFunction", "Capture", "program_signature"]
+__all__ = ["to_static", "not_to_static", "enable_to_static", "StaticFunction", "Capture"]

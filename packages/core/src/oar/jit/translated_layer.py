@@ -12,25 +12,23 @@ import collections
 
 import numpy as np
 
-from oar._core.program import Program
-from oar._core.tensor import Tensor
+from oar._engine import dtypes as _dt
+from oar._engine.tensor import Tensor, to_tensor
+from oar._graph.program import Program
+from oar.errors import ArgumentError
+from oar.jit.api import Capture
+from oar.static.input import BuildStrategy, InputSpec
 
 
 class _TranslatedMixin:
     """What both TranslatedLayer variants do: hold the program and run it."""
 
     def _setup(self, program: Program, specs: list) -> None:
-        from oar.jit.api import Capture
-        from oar.static.input import BuildStrategy
-
         object.__setattr__(self, "_program", program)
         object.__setattr__(self, "_input_specs", list(specs))
         object.__setattr__(self, "_capture", Capture(program, BuildStrategy(), program.meta.get("device", "cpu")))
 
     def forward(self, *inputs):
-        from oar.errors import ArgumentError
-        from oar.jit._save_load import _to_feed
-
         specs = self._input_specs
         if len(inputs) != len(self._program.feeds):
             names = [s.get("name") for s in specs]
@@ -42,15 +40,11 @@ class _TranslatedMixin:
     def program(self, method_name: str = "forward") -> Program:
         """The program the layer runs (Paddle's ``TranslatedLayer.program``)."""
         if method_name != "forward":
-            from oar.errors import ArgumentError
-
             raise ArgumentError(f"TranslatedLayer.program: only 'forward' was saved, got {method_name!r}")
         return self._program
 
     @property
     def input_spec(self) -> list:
-        from oar.static.input import InputSpec
-
         return [InputSpec(s["shape"], s["dtype"], s.get("name"), s.get("stop_gradient", False)) for s in self._input_specs]
 
 
@@ -67,8 +61,8 @@ def _make_parameter(name: str, array: np.ndarray, kind: str, parameter_class):
 
 
 def _nn_class():
-    import oar.nn as nn
-    from oar.nn.parameter import Parameter
+    import oar.nn as nn  # optional dependency: oar-nn, when installed (see the module docstring)
+    from oar.nn.parameter import Parameter  # optional dependency, as above
 
     class TranslatedLayer(_TranslatedMixin, nn.Layer):
         """A model loaded by ``oar.jit.load``: an ``oar.nn.Layer`` that runs the saved program.
@@ -170,8 +164,6 @@ class CoreTranslatedLayer(_TranslatedMixin):
         return collections.OrderedDict(self._state)
 
     def set_state_dict(self, state_dict: dict):
-        from oar.errors import ArgumentError
-
         missing = [n for n in self._state if n not in state_dict]
         unexpected = [n for n in state_dict if n not in self._state]
         if missing or unexpected:
@@ -204,3 +196,14 @@ def translated_layer_class():
         except ImportError:
             _CLASS.append(CoreTranslatedLayer)
     return _CLASS[0]
+
+
+def _to_feed(x, spec: dict, i: int) -> Tensor:
+    t = x if isinstance(x, Tensor) else to_tensor(x)
+    shape, dtype = spec.get("shape", []), _dt.get_dtype(spec.get("dtype", t.dtype.name))
+    name = spec.get("name") or f"input {i}"
+    if t.dtype is not dtype or len(t.shape) != len(shape) or any(d not in (-1, s) for d, s in zip(shape, t.shape)):
+        shown = [None if d == -1 else d for d in shape]
+        raise ArgumentError(f"TranslatedLayer: input {name!r} must be {dtype.name}{shown} (None: any size), got "
+                            f"{t.dtype.name}{t.shape}")
+    return t

@@ -1,6 +1,7 @@
 """oar's plugin system: markers, the manager, the registries, and what plugin authors subclass.
 
-Plugin authors read ``oar.hookspecs`` (the manual) and ``docs/plugins.md``.
+Plugin authors read ``oar.hookspecs`` (the manual) and ``docs/plugins.md``; an op's author also
+``oar.ops``, a pass's ``oar.static.passes``.
 
 >>> import oar.plugins
 >>> "add" in oar.plugins.registries().ops
@@ -11,24 +12,24 @@ from __future__ import annotations
 
 import pluggy
 
-from oar._core.dispatch import Backend, Mode
-from oar._core.op import (
-    AMP_FP32,
-    AMP_LOW_PRECISION,
-    AMP_PROMOTE,
+from oar._engine.device import Backend
+from oar._engine.dispatch import Mode
+from oar._engine.op import AMP_FP32, AMP_LOW_PRECISION, AMP_PROMOTE, Op, TensorMeta
+from oar._engine.registries import (
     PLUGIN_PRIORITY,
     REFERENCE_PRIORITY,
     KernelRegistry,
-    Op,
+    Lazy,
+    LoweringRegistry,
     OpRegistry,
-    TensorMeta,
+    Registries,
+    Registry,
+    ThreadControls,
 )
-from oar._core.passes import Pass
-from oar._core.registry import Registry
 from oar.plugins._manager import (
+    BUILTIN_PLUGINS,
     ENTRY_POINT_GROUP,
     PluginInfo,
-    Registries,
     get_manager,
     load_plugins,
     plugin_infos,
@@ -41,8 +42,8 @@ hookimpl = pluggy.HookimplMarker("oar")
 from oar.hookspecs import hookspec  # noqa: E402 - after hookimpl, the order pluggy documents
 
 __all__ = [
-    "hookimpl", "hookspec", "Op", "Pass", "TensorMeta", "Backend", "Mode", "Registry", "OpRegistry",
-    "KernelRegistry", "Registries", "PluginInfo", "registries", "load_plugins", "plugin_infos",
-    "register", "unregister", "get_manager", "ENTRY_POINT_GROUP", "AMP_FP32", "AMP_LOW_PRECISION",
-    "AMP_PROMOTE", "PLUGIN_PRIORITY", "REFERENCE_PRIORITY",
+    "hookimpl", "hookspec", "Op", "TensorMeta", "Backend", "Mode", "Registry", "OpRegistry", "KernelRegistry",
+    "LoweringRegistry", "ThreadControls", "Lazy", "Registries", "PluginInfo", "registries", "load_plugins",
+    "plugin_infos", "register", "unregister", "get_manager", "ENTRY_POINT_GROUP", "BUILTIN_PLUGINS", "AMP_FP32",
+    "AMP_LOW_PRECISION", "AMP_PROMOTE", "PLUGIN_PRIORITY", "REFERENCE_PRIORITY",
 ]

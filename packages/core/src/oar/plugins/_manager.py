@@ -7,55 +7,38 @@ import sys
 import threading
 import warnings
 from dataclasses import dataclass, field
+from importlib import import_module
+from importlib.metadata import entry_points
 from types import ModuleType
 from typing import Any
 
 import pluggy
 
 from oar import hookspecs
-from oar._core import registry as _registry
-from oar._core.dispatch import BACKENDS, KERNELS, OPS
-from oar._core.registry import Registry
-from oar._core.threads import ThreadControls
+from oar._engine import registries as _registry
+from oar._engine.registries import REGISTRIES, Registries
+from oar._version import __version__
 from oar.errors import PluginError, PluginWarning
 
 ENTRY_POINT_GROUP = "oar"
 BUILTIN_PLUGINS = {"oar.core": "oar._builtin"}  # name -> module, registered like any plugin
 
 
-@dataclass
-class Registries:
-    """Every registry a registration hook receives; ``oar.plugins.registries()`` returns it."""
-
-    backends: Registry = BACKENDS
-    ops: Any = OPS
-    kernels: Any = KERNELS
-    layers: Registry = field(default_factory=lambda: Registry("layer"))
-    passes: Registry = field(default_factory=lambda: Registry("pass"))
-    amp: Registry = field(default_factory=lambda: Registry("AMP category"))
-    lowerings: Registry = field(default_factory=lambda: Registry("op lowering"))
-    strategies: Registry = field(default_factory=lambda: Registry("distributed strategy"))
-    serving_backends: Registry = field(default_factory=lambda: Registry("serving backend"))
-    config_groups: Registry = field(default_factory=lambda: Registry("config group"))
-    thread_controls: ThreadControls = field(default_factory=ThreadControls)
-
-    def hook_kwargs(self) -> dict[str, dict[str, Any]]:
-        return {
-            "oar_register_backends": {"backends": self.backends},
-            "oar_register_ops": {"ops": self.ops},
-            "oar_register_kernels": {"kernels": self.kernels},
-            "oar_register_layers": {"layers": self.layers},
-            "oar_register_passes": {"passes": self.passes},
-            "oar_register_amp_categories": {"amp": self.amp},
-            "oar_register_op_lowerings": {"lowerings": self.lowerings},
-            "oar_register_distributed_strategies": {"strategies": self.strategies},
-            "oar_register_serving_backends": {"serving_backends": self.serving_backends},
-            "oar_register_config_groups": {"config_groups": self.config_groups},
-            "oar_register_thread_controls": {"thread_controls": self.thread_controls},
-        }
-
-    def all(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in self.__dataclass_fields__}
+def _hook_kwargs(r: Registries) -> dict[str, dict[str, Any]]:
+    """The keyword argument of each registration hook (``oar.hookspecs``): the registry it fills."""
+    return {
+        "oar_register_backends": {"backends": r.backends},
+        "oar_register_ops": {"ops": r.ops},
+        "oar_register_kernels": {"kernels": r.kernels},
+        "oar_register_layers": {"layers": r.layers},
+        "oar_register_passes": {"passes": r.passes},
+        "oar_register_amp_categories": {"amp": r.amp},
+        "oar_register_op_lowerings": {"lowerings": r.lowerings},
+        "oar_register_distributed_strategies": {"strategies": r.strategies},
+        "oar_register_serving_backends": {"serving_backends": r.serving_backends},
+        "oar_register_config_groups": {"config_groups": r.config_groups},
+        "oar_register_thread_controls": {"thread_controls": r.thread_controls},
+    }
 
 
 @dataclass
@@ -72,7 +55,7 @@ class PluginInfo:
 
 _lock = threading.RLock()
 _manager: pluggy.PluginManager | None = None
-_registries = Registries()
+_registries = REGISTRIES
 _infos: dict[str, PluginInfo] = {}
 
 
@@ -94,7 +77,7 @@ def _new_manager() -> pluggy.PluginManager:
         pm.enable_tracing()
     # Historic calls made before any plugin is registered: each plugin registered afterwards is
     # called with the remembered registries, one plugin at a time, so entries know their source.
-    for hook_name, kwargs in _registries.hook_kwargs().items():
+    for hook_name, kwargs in _hook_kwargs(_registries).items():
         getattr(pm.hook, hook_name).call_historic(kwargs=kwargs)
     return pm
 
@@ -109,7 +92,8 @@ def _registered_by(name: str) -> dict[str, list[str]]:
 
 
 def _remove_registrations(name: str) -> None:
-    removed_ops = [_registries.ops._entries[op_name] for op_name in _registries.ops.names_from(name)]
+    removed_ops = [op for op in map(_registries.ops._entries.get, _registries.ops.names_from(name))
+                   if hasattr(op, "_kernels")]  # (a lazy op never imported has no cached lookups)
     for reg in _registries.all().values():
         reg.remove_source(name)
     # A removed op may still hold its cached kernel lookups (the kernel registry clears the cache of
@@ -143,9 +127,9 @@ def unregister(name: str) -> None:
 
 def _register_one(name: str, plugin: Any, version: str, module: str) -> bool:
     assert _manager is not None
-    _registry._current_source.append(name)
     try:
-        _manager.register(plugin, name=name)
+        with _registry.registering_as(name):
+            _manager.register(plugin, name=name)
     except Exception as exc:  # a broken plugin must not take the others down
         if _manager.get_plugin(name) is not None:
             _manager.unregister(name=name)
@@ -158,8 +142,6 @@ def _register_one(name: str, plugin: Any, version: str, module: str) -> bool:
             stacklevel=3,
         )
         return False
-    finally:
-        _registry._current_source.pop()
     _infos[name] = PluginInfo(name, version, module, "loaded", "", _registered_by(name))
     return True
 
@@ -173,12 +155,8 @@ def load_plugins() -> pluggy.PluginManager:
         if _manager is not None:
             return _manager
         _manager = _new_manager()
-        _registry._plugins_loaded[0] = True  # lookups from inside plugin hooks must not recurse
+        _registry.mark_plugins_loaded()  # lookups from inside plugin hooks must not recurse
         blocked = _disabled_names()
-        from importlib import import_module
-
-        from oar import __version__
-
         for name, module_name in BUILTIN_PLUGINS.items():
             _register_one(name, import_module(module_name), __version__, module_name)
         for ep in _entry_points():
@@ -205,8 +183,6 @@ def load_plugins() -> pluggy.PluginManager:
 
 
 def _entry_points():
-    from importlib.metadata import entry_points
-
     seen = set()
     for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
         if ep.name not in seen:  # an editable and a regular install of one package: load once

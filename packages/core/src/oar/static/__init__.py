@@ -1,5 +1,6 @@
 """``oar.static``: what describes and holds static graphs -- ``InputSpec``, ``BuildStrategy``,
-the ``Program`` IR -- as in ``paddle.static``. Capture with ``oar.jit.to_static``.
+the ``Program`` IR -- as in ``paddle.static``. Capture with ``oar.jit.to_static``; rewrite and run
+programs with ``oar.static.passes`` (what a pass author needs).
 
 >>> import oar
 >>> from oar.static import InputSpec
@@ -9,11 +10,13 @@ the ``Program`` IR -- as in ``paddle.static``. Capture with ``oar.jit.to_static`
 [2, 3]
 """
 
-from oar._core.program import OpNode as OpNode
-from oar._core.program import Program as Program
-from oar._core.program import Value as Value
+from oar._graph.program import OpNode as OpNode
+from oar._graph.program import Program as Program
+from oar._graph.program import Value as Value
+from oar._graph.program import ValueRef as ValueRef
 from oar.static import nn as nn
+from oar.static import passes as passes
 from oar.static.input import BuildStrategy as BuildStrategy
 from oar.static.input import InputSpec as InputSpec
 
-__all__ = ["InputSpec", "BuildStrategy", "Program", "OpNode", "Value", "nn"]
+__all__ = ["InputSpec", "BuildStrategy", "Program", "OpNode", "Value", "ValueRef", "nn", "passes"]

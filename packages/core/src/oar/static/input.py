@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from oar._core import dtypes as _dt
-from oar._core.tensor import Tensor
+from oar._engine import dtypes as _dt
+from oar._engine.tensor import Tensor
 from oar.errors import ArgumentError
 
 

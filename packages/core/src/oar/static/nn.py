@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from oar._core.control_flow import (
+from oar._engine.tensor import Tensor
+from oar._graph.control_flow import (
     active_tracer,
     check_pred,
     eager_cond,
@@ -19,7 +20,6 @@ from oar._core.control_flow import (
     traced_cond,
     traced_while,
 )
-from oar._core.tensor import Tensor
 from oar.errors import ArgumentError
 
 

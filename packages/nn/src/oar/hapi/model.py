@@ -31,11 +31,11 @@ import warnings
 import numpy as np
 
 import oar
-from oar._core.tensor import Tensor
 from oar.errors import ArgumentError, OarError
 from oar.hapi.callbacks import EarlyStopping, ReduceLROnPlateau, _local_rank, config_callbacks
 from oar.hapi.summary import summary as _summary
 from oar.nn.layer.layers import Layer
+from oar.ops import Tensor
 
 
 class FeatureUnavailableError(OarError, NotImplementedError):

@@ -7,10 +7,10 @@ import numbers
 from collections import OrderedDict
 
 import oar
-from oar._core.tensor import Tensor
 from oar.errors import ArgumentError
 from oar.nn.layer.container import LayerList, Sequential
 from oar.nn.layer.layers import Layer
+from oar.ops import Tensor
 
 
 def _is_shape(value) -> bool:

@@ -24,14 +24,15 @@ from multiprocessing.connection import wait
 
 import numpy as np
 
-from oar._core.dtypes import NP_TO_DTYPE
-from oar._core.tensor import Tensor, _place_backend, to_tensor
+import oar
+from oar import to_tensor
 from oar.errors import ArgumentError
 from oar.io import _shared_memory as shm
 from oar.io._collate import restore_batch, to_output
 from oar.io._dataset import IterableDataset
 from oar.io._sampler import BatchSampler, RandomSampler, SequenceSampler
 from oar.io._worker import Exhausted, Fetcher, WorkerConfig, worker_loop
+from oar.ops import NP_TO_DTYPE, Tensor, place_backend
 
 _JOIN_SECONDS = 2.0  # how long a stopping worker may take to leave before it is terminated
 
@@ -39,7 +40,7 @@ _JOIN_SECONDS = 2.0  # how long a stopping worker may take to leave before it is
 def _draw_base_seed() -> int:
     """Every ``iter(loader)`` draws one number from oar's global generator, with or without
     workers, so the shuffling that follows (and the rest of the run) is the same either way."""
-    from oar._ops.random import default_generator
+    from oar.ops import default_generator
 
     return int(default_generator().integers(0, 2**62))
 
@@ -172,15 +173,13 @@ class _Output:
     def __init__(self, loader: DataLoader):
         place = loader.places[0] if isinstance(loader.places, (list, tuple)) and loader.places else loader.places
         self.place = None if isinstance(place, (list, tuple)) else place
-        self.backend = _place_backend(self.place)
+        self.backend = place_backend(self.place)
         # Without a feed_list, return_list=False changes nothing, as in Paddle's dynamic mode.
         feeds = None if loader.return_list or loader.feed_list is None else loader.feed_list
         self.names = None if feeds is None else [getattr(v, "name", str(v)) for v in feeds]
 
     def __call__(self, batch, owned: bool):
-        from oar._core.dispatch import current_device
-
-        on_cpu = (self.backend or current_device()) == "cpu"
+        on_cpu = (self.backend or oar.get_device()) == "cpu"
 
         def make_tensor(array: np.ndarray):
             if array.dtype not in NP_TO_DTYPE:

@@ -255,7 +255,7 @@ def random_split(dataset, lengths: Sequence, generator=None) -> list[Subset]:
     if isinstance(generator, np.random.Generator):
         order = generator.permutation(len(dataset)).tolist()
     elif generator is None:
-        from oar._ops.random import default_generator
+        from oar.ops import default_generator
 
         order = default_generator().permutation(len(dataset)).tolist()
     else:

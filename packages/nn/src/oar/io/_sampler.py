@@ -18,7 +18,7 @@ from oar.io._dataset import IterableDataset
 
 
 def _global_generator() -> np.random.Generator:
-    from oar._ops.random import default_generator
+    from oar.ops import default_generator
 
     return default_generator()
 

@@ -15,8 +15,8 @@ the norm too. The arithmetic uses oar ops, so it runs on whichever device the gr
 from __future__ import annotations
 
 import oar
-from oar._core.tensor import Tensor
 from oar.errors import ArgumentError
+from oar.ops import Tensor
 
 
 def _number(value, what: str) -> float:

@@ -20,9 +20,9 @@ import math
 
 import numpy as np
 
-from oar._core.tensor import Tensor
-from oar._ops.random import default_generator as _generator
 from oar.errors import ArgumentError, ShapeError
+from oar.ops import Tensor, get_backend
+from oar.ops import default_generator as _generator
 
 
 def compute_fans(shape) -> tuple[int, int]:
@@ -79,9 +79,7 @@ class Initializer:
             raise ShapeError(f"{type(self).__name__}: generated shape {list(values.shape)} for a parameter of shape {shape}")
         values = values.astype(param._data.dtype, copy=False)
         if param._backend != "cpu":
-            from oar._core.dispatch import BACKENDS
-
-            param._set_buffer(BACKENDS.get(param._backend).from_numpy(values))
+            param._set_buffer(get_backend(param._backend).from_numpy(values))
         else:
             if not param._data.flags.writeable:
                 param._set_buffer(param._data.copy())

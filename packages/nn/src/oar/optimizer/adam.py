@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from oar._core.tensor import Tensor
+from oar.ops import Tensor
 from oar.optimizer.optimizer import Optimizer, register_update_rule
 
 

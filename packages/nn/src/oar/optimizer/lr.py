@@ -24,8 +24,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from oar._core.tensor import Tensor
 from oar.errors import ArgumentError
+from oar.ops import Tensor
 
 
 def _number(value, what: str) -> float:

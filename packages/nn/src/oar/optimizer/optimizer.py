@@ -33,10 +33,9 @@ from collections.abc import Callable
 import numpy as np
 
 import oar
-from oar._core.dispatch import BACKENDS
-from oar._core.tensor import Tensor
 from oar.errors import ArgumentError, DeviceError
 from oar.nn.clip import ClipGradBase
+from oar.ops import Tensor, get_backend
 from oar.optimizer.lr import LRScheduler
 from oar.regularizer import WeightDecayRegularizer, as_regularizer
 
@@ -79,7 +78,7 @@ def _float(value, what: str) -> float:
 
 
 def _new_array(data: np.ndarray, backend: str):
-    return data if backend == "cpu" else BACKENDS.get(backend).from_numpy(data)
+    return data if backend == "cpu" else get_backend(backend).from_numpy(data)
 
 
 def _as_numpy(value, key: str) -> np.ndarray:

@@ -4,7 +4,9 @@ The converted function is compiled from the rewritten *tree* (``compile(tree, fi
 never from a string) with the user's line numbers, inside a maker function whose parameters are
 the original's free variables and the runtime name ``__oar_jst``. It is then rebuilt around the
 original's own globals, defaults and closure cells, so that it reads and writes the same module
-globals and enclosing variables, and ``super()`` finds its ``__class__`` cell.
+globals and enclosing variables, and ``super()`` finds its ``__class__`` cell. The converted code
+reaches the runtime helpers (``oar.jit.dy2static.runtime``) and ``convert_call`` through that one
+name.
 """
 
 from __future__ import annotations
@@ -13,11 +15,13 @@ import ast
 import builtins
 import inspect
 import os
+import sys
 import sysconfig
 import textwrap
 import types
 import weakref
 
+from oar.jit.dy2static import runtime
 from oar.jit.dy2static import transformer as _t
 from oar.jit.dy2static.transformer import RUNTIME, Unsupported
 
@@ -28,14 +32,22 @@ _NOT_CONVERTED = object()
 _CODE_CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _FUNCTION_CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _SKIPPED_DIRS: list[str] = []
+ENABLED = [True]  # oar.jit.enable_to_static sets it: False runs every to_static function eagerly
+
+
+class StaticFunctionBase:
+    """What ``convert_call`` recognises: ``oar.jit``'s ``StaticFunction`` (defined above this
+    module, which must not import it) derives from it and holds ``dygraph_function`` and
+    ``_instance``."""
+
+    dygraph_function = None
+    _instance = None
 
 
 def _skipped_dirs() -> tuple[str, ...]:
     """oar's own packages, the standard library and installed packages: not user code."""
-    if not _SKIPPED_DIRS:
-        import oar
-
-        dirs = [os.path.abspath(p) for p in oar.__path__]
+    if not _SKIPPED_DIRS:  # every distribution's oar/ folder (the namespace's __path__)
+        dirs = [os.path.abspath(p) for p in sys.modules["oar"].__path__]
         paths = sysconfig.get_paths()
         dirs += [os.path.abspath(paths[k]) for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in paths]
         _SKIPPED_DIRS.extend(d + os.sep for d in dirs)
@@ -201,13 +213,11 @@ def _identifiers(node: ast.AST) -> list[str]:
 
 
 def _rebuild(fn, code: types.CodeType):
-    from oar.jit.dy2static import runtime
-
     original = fn.__code__.co_freevars
     cells = []
     for name in code.co_freevars:
         if name == RUNTIME:
-            cells.append(types.CellType(runtime))
+            cells.append(types.CellType(_runtime_namespace()))
         elif name in original:
             cells.append(fn.__closure__[original.index(name)])
         else:  # cannot happen: the rewrite adds no free variable of its own
@@ -236,4 +246,62 @@ def converted_source(fn) -> str:
     return ast.unparse(maker.body[0])
 
 
-__all__ = ["convert_function", "is_user_function", "why_not_converted", "converted_source"]
+def convert_call(fn):
+    """``fn`` converted when it is a user function (or method, or a user Layer's forward) called
+    while a function is captured; ``fn`` itself otherwise."""
+    if runtime._tracer() is None or not ENABLED[0]:
+        return fn
+    if isinstance(fn, StaticFunctionBase):
+        inner = convert_function(fn.dygraph_function)
+        inst = fn._instance
+        return inner if inst is None else types.MethodType(inner, inst)
+    if isinstance(fn, types.FunctionType):
+        return convert_function(fn)
+    if isinstance(fn, types.MethodType) and isinstance(fn.__func__, types.FunctionType):
+        inner = convert_function(fn.__func__)
+        return fn if inner is fn.__func__ else types.MethodType(inner, fn.__self__)
+    forward = getattr(type(fn), "forward", None)
+    if isinstance(forward, StaticFunctionBase):
+        forward = forward.dygraph_function
+    if isinstance(forward, types.FunctionType) and callable(getattr(fn, "named_parameters", None)) \
+            and is_user_function(forward) and not inspect.isclass(fn):
+        converted = convert_function(forward)
+        if converted is not forward:
+            return _LayerCall(fn, converted)
+    return fn
+
+
+class _LayerCall:
+    """Calls a Layer (its hooks included) with its forward converted, for this call only."""
+
+    __slots__ = ("layer", "forward")
+
+    def __init__(self, layer, forward):
+        self.layer, self.forward = layer, forward
+
+    def __call__(self, *args, **kwargs):
+        layer = self.layer
+        had = "forward" in layer.__dict__
+        saved = layer.__dict__.get("forward")
+        layer.__dict__["forward"] = types.MethodType(self.forward, layer)
+        try:
+            return layer(*args, **kwargs)
+        finally:
+            if had:
+                layer.__dict__["forward"] = saved
+            else:
+                del layer.__dict__["forward"]
+
+
+_RUNTIME_NAMESPACE: list = []
+
+
+def _runtime_namespace() -> types.SimpleNamespace:
+    """What ``__oar_jst`` is in converted code: the runtime helpers and ``convert_call``."""
+    if not _RUNTIME_NAMESPACE:
+        helpers = {name: getattr(runtime, name) for name in runtime.__all__}
+        _RUNTIME_NAMESPACE.append(types.SimpleNamespace(**helpers, convert_call=convert_call))
+    return _RUNTIME_NAMESPACE[0]
+
+
+__all__ = ["convert_function", "convert_call", "is_user_function", "why_not_converted", "converted_source"]

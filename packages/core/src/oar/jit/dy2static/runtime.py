@@ -19,17 +19,20 @@ from __future__ import annotations
 
 import builtins
 import functools
-import inspect
-import types
 import weakref
 
 import numpy as np
 
-from oar._core import dispatch as _dispatch
-from oar._core.tensor import Tensor
-from oar._core.tracing import GraphBreakError, TracingMode, user_location
+from oar._engine.dispatch import _mode_stack
+from oar._engine.tensor import Tensor, to_tensor
+from oar._graph.tracing import GraphBreakError, TracingMode, user_location
+from oar._ops.assign import assign
+from oar._ops.creation import zeros
+from oar._ops.elementwise import cast, logical_and, logical_not, logical_or
+from oar._ops.shape import reshape
 from oar.errors import ArgumentError, OarError
 from oar.jit.dy2static.transformer import RETURN_VALUE_PREFIX
+from oar.static import nn as static_nn
 
 
 class UndefinedVariableError(OarError, NameError):
@@ -76,7 +79,7 @@ def return_value(value, placeholder: bool = False):
 # is this a traced tensor?
 # ------------------------------------------------------------------------------------------
 def _tracer() -> TracingMode | None:
-    for mode in reversed(_dispatch._mode_stack):
+    for mode in reversed(_mode_stack):
         if isinstance(mode, TracingMode):
             return mode if mode.recording else None
     return None
@@ -102,15 +105,6 @@ def _traced(value) -> TracingMode | None:
     if tracer is None or not _depends_on_inputs(tracer, value):
         return None
     return tracer
-
-
-def _static_nn():
-    """``oar.static.nn`` (cond and while_loop), or None in a build without it."""
-    try:
-        from oar.static import nn
-    except ImportError:
-        return None
-    return nn if hasattr(nn, "cond") and hasattr(nn, "while_loop") else None
 
 
 def _location() -> str:
@@ -150,8 +144,6 @@ _FROM_NUMBERS = _IdentitySet()
 
 
 def _as_tensor(value) -> Tensor:
-    from oar._core.tensor import to_tensor
-
     if isinstance(value, (bool, np.bool_)):
         out = to_tensor(bool(value), dtype="bool")
     elif isinstance(value, (int, np.integer)):
@@ -164,8 +156,6 @@ def _as_tensor(value) -> Tensor:
 
 def _own_copies(values: list) -> list:
     """``values`` with the tensors that stand for Python numbers copied (see ``_FROM_NUMBERS``)."""
-    from oar._ops.assign import assign
-
     out = []
     for v in values:
         if isinstance(v, Tensor) and v in _FROM_NUMBERS:
@@ -243,8 +233,6 @@ def _describe(spec) -> str:
 
 def _zeros_like(spec, leaves_meta):
     """A structure like ``spec`` whose tensors are zeros shaped like ``leaves_meta``."""
-    from oar._ops.creation import zeros
-
     it = iter(leaves_meta)
 
     def build(s):
@@ -292,9 +280,6 @@ def _predicate(pred: Tensor, what: str) -> Tensor:
     if int(np.prod(pred._data.shape)) != 1:
         raise ArgumentError(f"{_location()}: the condition of this {what} is a tensor of shape {pred.shape}; a "
                             f"condition must hold one element (use .any() or .all())")
-    from oar._ops.elementwise import cast
-    from oar._ops.shape import reshape
-
     if pred.dtype.name != "bool":
         pred = cast(pred, "bool")
     return reshape(pred, []) if pred._data.ndim else pred
@@ -310,7 +295,7 @@ def convert_ifelse(pred, true_fn, false_fn, get_args, set_args, names, true_name
     breaking or continuing (the rest of the block is then guarded by that flag).
     """
     tracer = _traced(pred)
-    nn = _static_nn() if tracer is not None else None
+    nn = static_nn if tracer is not None else None
     if nn is None:
         true_fn() if pred else false_fn()
         return
@@ -472,8 +457,6 @@ def convert_ifelse_expr(pred, true_fn, false_fn):
 # ------------------------------------------------------------------------------------------
 def _bool_tensor(value) -> Tensor:
     if isinstance(value, Tensor):
-        from oar._ops.elementwise import cast
-
         return value if value.dtype.name == "bool" else cast(value, "bool")
     return _as_tensor(bool(value))
 
@@ -490,8 +473,6 @@ def convert_logical_or(*operands):
 
 
 def _logical(operands, kind: str):
-    from oar._ops.elementwise import logical_and, logical_or
-
     combine = logical_and if kind == "and" else logical_or
     value = operands[0]()
     for k, operand in enumerate(operands[1:], 1):
@@ -520,8 +501,6 @@ def _same(value):
 def convert_logical_not(value):
     """``not value``: ``logical_not`` on a traced tensor."""
     if _traced(value) is not None:
-        from oar._ops.elementwise import logical_not
-
         return logical_not(_bool_tensor(value))
     return not value
 
@@ -565,7 +544,7 @@ def convert_while_loop(cond_fn, body_fn, get_args, set_args, names, effect):
     while True:
         pred = cond_fn()
         tracer = _traced(pred)
-        nn = _static_nn() if tracer is not None else None
+        nn = static_nn if tracer is not None else None
         if nn is not None:
             break
         if not pred:
@@ -634,8 +613,6 @@ def _run_while(nn, cond_fn, body_fn, get_args, set_args, init, names, fills, whe
     def body(*flat):
         # A counter that was a Python number is a fresh tensor: ``i += 1`` may update it in place
         # (no other name can see it), so each iteration works on its own copy.
-        from oar._ops.assign import assign
-
         flat = [assign(t) if k in numbers else t for k, t in enumerate(flat)]
         for k in numbers:
             _FROM_NUMBERS.add(flat[k])
@@ -682,61 +659,6 @@ def _slot_of(counts, leaf: int) -> int:
     return len(counts) - 1
 
 
-# ------------------------------------------------------------------------------------------
-# calls
-# ------------------------------------------------------------------------------------------
-def convert_call(fn):
-    """``fn`` converted when it is a user function (or method, or a user Layer's forward) called
-    while a function is captured; ``fn`` itself otherwise."""
-    if _tracer() is None:
-        return fn
-    from oar.jit.api import _ENABLED, StaticFunction
-    from oar.jit.dy2static.convert import convert_function, is_user_function
-
-    if not _ENABLED[0]:
-        return fn
-    if isinstance(fn, StaticFunction):
-        inner = convert_function(fn.dygraph_function)
-        inst = fn._instance
-        return inner if inst is None else types.MethodType(inner, inst)
-    if isinstance(fn, types.FunctionType):
-        return convert_function(fn)
-    if isinstance(fn, types.MethodType) and isinstance(fn.__func__, types.FunctionType):
-        inner = convert_function(fn.__func__)
-        return fn if inner is fn.__func__ else types.MethodType(inner, fn.__self__)
-    forward = getattr(type(fn), "forward", None)
-    if isinstance(forward, StaticFunction):
-        forward = forward.dygraph_function
-    if isinstance(forward, types.FunctionType) and callable(getattr(fn, "named_parameters", None)) \
-            and is_user_function(forward) and not inspect.isclass(fn):
-        converted = convert_function(forward)
-        if converted is not forward:
-            return _LayerCall(fn, converted)
-    return fn
-
-
-class _LayerCall:
-    """Calls a Layer (its hooks included) with its forward converted, for this call only."""
-
-    __slots__ = ("layer", "forward")
-
-    def __init__(self, layer, forward):
-        self.layer, self.forward = layer, forward
-
-    def __call__(self, *args, **kwargs):
-        layer = self.layer
-        had = "forward" in layer.__dict__
-        saved = layer.__dict__.get("forward")
-        layer.__dict__["forward"] = types.MethodType(self.forward, layer)
-        try:
-            return layer(*args, **kwargs)
-        finally:
-            if had:
-                layer.__dict__["forward"] = saved
-            else:
-                del layer.__dict__["forward"]
-
-
 __all__ = ["UndefinedVar", "UndefinedVariableError", "convert_ifelse", "convert_ifelse_expr", "convert_while_loop",
-           "convert_logical_and", "convert_logical_or", "convert_logical_not", "convert_call", "range_args",
+           "convert_logical_and", "convert_logical_or", "convert_logical_not", "range_args",
            "range_cond", "is_python_true", "return_value", "GraphBreakError"]

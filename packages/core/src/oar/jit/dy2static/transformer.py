@@ -24,6 +24,7 @@ name the user's file and line.
 from __future__ import annotations
 
 import ast
+import copy
 import itertools
 
 PREFIX = "__oar_"
@@ -215,8 +216,6 @@ class _Unconverted(ast.NodeTransformer):
 
 
 def _text(node: ast.AST) -> str:
-    import copy
-
     return ast.unparse(_Unconverted().visit(copy.deepcopy(node))).splitlines()[0]
 
 

@@ -7,7 +7,6 @@ in ``__all__``.
 from __future__ import annotations
 
 from oar.nn.functional import (
-    _group_norm,
     activation,
     attention,
     common,
@@ -28,5 +27,5 @@ from oar.nn.functional.norm import *  # noqa: F403
 from oar.nn.functional.pooling import *  # noqa: F403
 from oar.nn.functional.vision import *  # noqa: F403
 
-FAMILIES = (activation, attention, common, conv, loss, norm, _group_norm, pooling, vision, fused, quant)
+FAMILIES = (activation, attention, common, conv, loss, norm, pooling, vision, fused, quant)
 ALL_OPS = [op for family in FAMILIES for op in family.OPS]

@@ -19,14 +19,26 @@ import math
 import numpy as np
 
 import oar
-from oar._core import dtypes as _dt
-from oar._core.op import AMP_FP32, Op, TensorMeta, axis_not_batch
-from oar._ops._common import Tensor, as_tensor, dispatch, fmt_shape, normalize_axis
-from oar._ops.elementwise import _erf_kernel, sigmoid, tanh
+from oar import tanh
 from oar.errors import ArgumentError, DTypeError, ShapeError
+from oar.ops import (
+    AMP_FP32,
+    NUMPY_OUT,
+    Op,
+    Tensor,
+    TensorMeta,
+    as_tensor,
+    axis_not_batch,
+    dispatch,
+    erf_op,
+    fmt_shape,
+    get_dtype,
+    normalize_axis,
+    sigmoid,
+)
 
 ELEMENTWISE = ("elementwise",)
-FLOATS = (_dt.float32, _dt.float64)  # float16 and bfloat16 compute in float32
+FLOATS = (oar.float32, oar.float64)  # float16 and bfloat16 compute in float32
 _SQRT_HALF = math.sqrt(0.5)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 _TANH_K = math.sqrt(2.0 / math.pi)  # the tanh approximation of gelu
@@ -82,8 +94,10 @@ def _number(value, fn: str, arg: str) -> float:
     return float(value)
 
 
-def _unary_op(name: str, kernel, **kw) -> Op:
-    return Op(name, reference=kernel, meta=float_input_meta(name), traits=ELEMENTWISE, dtypes=FLOATS, **kw)
+def _unary_op(name: str, kernel, *, fusible: bool = False, **kw) -> Op:
+    """An activation op; ``fusible``: elementwise fusion may chain it (``oar._graph.fusion``)."""
+    traits = ELEMENTWISE + (("fusible",) if fusible else ())
+    return Op(name, reference=kernel, meta=float_input_meta(name), traits=traits, dtypes=FLOATS, **kw)
 
 
 def _pair_op(name: str, kernel, **kw) -> Op:
@@ -104,7 +118,7 @@ def erf_array(x: np.ndarray) -> np.ndarray:
     """The error function of a float array: double precision for float64 (core's kernel), the
     rational approximation above for float32."""
     if x.dtype == np.float64:
-        return _erf_kernel(x)
+        return erf_op.reference(x)
     z = np.abs(x)
     t = 1.0 / (1.0 + 0.5 * z)
     poly = np.full_like(t, _ERFC_POLY[0])
@@ -122,7 +136,12 @@ def _relu_kernel(x):
     return _as(np.maximum(x, 0), x)
 
 
-relu_op = _unary_op("relu", _relu_kernel)
+relu_op = _unary_op("relu", _relu_kernel, fusible=True)
+
+
+@relu_op.lowering(NUMPY_OUT)
+def _relu_into(x, out):
+    return np.maximum(x, 0, out=out)
 
 
 @relu_op.defgrad
@@ -155,7 +174,7 @@ def relu(x, name=None) -> Tensor:
 
 def relu_(x, name=None) -> Tensor:
     """``relu`` in place: ``x`` holds the result (returns ``x``)."""
-    from oar._ops.inplace import apply_inplace
+    from oar.ops import apply_inplace
 
     return apply_inplace(x, relu(x), name="relu_")
 
@@ -180,7 +199,7 @@ def _gelu_kernel(x, approximate):
     return _as(0.5 * x * (1.0 + erf_array(x * _SQRT_HALF)), x)
 
 
-gelu_op = _unary_op("gelu", _gelu_kernel)
+gelu_op = _unary_op("gelu", _gelu_kernel, fusible=True)
 
 
 @gelu_op.defgrad
@@ -325,7 +344,7 @@ def _log_softmax_grad_rule(ctx, c):
 def _softmax_args(fn: str, x, axis, dtype):
     x = as_tensor(x, "x", fn)
     if dtype is not None:
-        x = oar.cast(x, _dt.get_dtype(dtype))
+        x = oar.cast(x, get_dtype(dtype))
     check_float(fn, x)
     return x, normalize_axis(axis, x.ndim, fn)
 
@@ -357,7 +376,7 @@ def _silu_kernel(x):
     return _as(x * (0.5 + 0.5 * np.tanh(0.5 * x)), x)  # sigmoid(x) = (1 + tanh(x/2)) / 2: no overflow
 
 
-silu_op = _unary_op("silu", _silu_kernel)
+silu_op = _unary_op("silu", _silu_kernel, fusible=True)
 
 
 @silu_op.defgrad
@@ -386,7 +405,7 @@ def _leaky_relu_kernel(x, negative_slope):
     return _as(np.where(x > 0, x, x * negative_slope), x)
 
 
-leaky_relu_op = _unary_op("leaky_relu", _leaky_relu_kernel)
+leaky_relu_op = _unary_op("leaky_relu", _leaky_relu_kernel, fusible=True)
 
 
 @leaky_relu_op.defgrad
@@ -409,7 +428,7 @@ def _elu_kernel(x, alpha):
     return _as(np.where(x > 0, x, alpha * np.expm1(np.minimum(x, 0))), x)
 
 
-elu_op = _unary_op("elu", _elu_kernel)
+elu_op = _unary_op("elu", _elu_kernel, fusible=True)
 
 
 @elu_op.defgrad
@@ -479,7 +498,7 @@ def _hardsigmoid_kernel(x, slope, offset):
     return _as(np.clip(x * slope + offset, 0.0, 1.0), x)
 
 
-hardsigmoid_op = _unary_op("hardsigmoid", _hardsigmoid_kernel)
+hardsigmoid_op = _unary_op("hardsigmoid", _hardsigmoid_kernel, fusible=True)
 
 
 @hardsigmoid_op.defgrad
@@ -504,7 +523,7 @@ def _hardswish_kernel(x):
     return _as(x * np.clip(x + 3.0, 0.0, 6.0) / 6.0, x)
 
 
-hardswish_op = _unary_op("hardswish", _hardswish_kernel)
+hardswish_op = _unary_op("hardswish", _hardswish_kernel, fusible=True)
 
 
 @hardswish_op.defgrad
@@ -530,7 +549,7 @@ def _softplus_kernel(x, beta, threshold):
     return _as(np.where(bx > threshold, x, soft), x)
 
 
-softplus_op = _unary_op("softplus", _softplus_kernel, amp=AMP_FP32)
+softplus_op = _unary_op("softplus", _softplus_kernel, fusible=True, amp=AMP_FP32)
 
 
 @softplus_op.defgrad
@@ -584,7 +603,7 @@ def _mish_kernel(x):
     return _as(x * np.tanh(sp), x)
 
 
-mish_op = _unary_op("mish", _mish_kernel)
+mish_op = _unary_op("mish", _mish_kernel, fusible=True)
 
 
 @mish_op.defgrad

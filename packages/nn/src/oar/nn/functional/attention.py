@@ -9,10 +9,10 @@ from __future__ import annotations
 import numpy as np
 
 import oar
-from oar._core.tensor import Tensor
 from oar.errors import ArgumentError, DTypeError, ShapeError
 from oar.nn.functional.activation import softmax
 from oar.nn.functional.common import dropout
+from oar.ops import Tensor
 
 OPS: list = []
 

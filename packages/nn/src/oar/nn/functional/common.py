@@ -18,19 +18,32 @@ from __future__ import annotations
 import numpy as np
 
 import oar
-from oar._core import dispatch as _dispatch
-from oar._core import dtypes as _dt
-from oar._core.op import AMP_LOW_PRECISION, Op, TensorMeta
-from oar._core.threads import blas_threads_for, one_blas_thread, small_product
-from oar._ops._common import Tensor, as_tensor, dispatch, fmt_shape, normalize_axis
-from oar._ops.indexing import IndexOutOfRangeError, one_hot
-from oar._ops.linalg import PRODUCT_DTYPES, matmul_op, matmul_shape
-from oar._ops.reduction import sum_op
-from oar._ops.shape import pad_axes, reshape_to
-from oar.errors import ArgumentError, DTypeError, ShapeError
+from oar import one_hot
+from oar.errors import ArgumentError, DTypeError, IndexOutOfRangeError, ShapeError
 from oar.nn.functional.activation import SELU_ALPHA, SELU_SCALE, check_float
+from oar.ops import (
+    AMP_LOW_PRECISION,
+    PRODUCT_DTYPES,
+    PROMOTION_TABLE,
+    Op,
+    Tensor,
+    TensorMeta,
+    as_tensor,
+    blas_threads_for,
+    dispatch,
+    eager_no_grad,
+    fmt_shape,
+    matmul_op,
+    matmul_shape,
+    normalize_axis,
+    one_blas_thread,
+    pad_axes,
+    reshape_to,
+    small_product,
+    sum_op,
+)
 
-FLOATS = (_dt.float32, _dt.float64)  # float16 and bfloat16 compute in float32
+FLOATS = (oar.float32, oar.float64)  # float16 and bfloat16 compute in float32
 
 
 # ------------------------------------------------------------------------------------------
@@ -55,7 +68,7 @@ def _linear_meta(x: TensorMeta, w: TensorMeta, b: TensorMeta) -> TensorMeta:
     if len(x.shape) < 2 or len(w.shape) != 2 or len(b.shape) != 1 or None not in (n, b.shape[0]) and b.shape[0] != n:
         raise ShapeError(f"linear: expected x [..., in], weight [in, out] and bias [out], got x {fmt_shape(x.shape)}, "
                          f"weight {fmt_shape(w.shape)} and bias {fmt_shape(b.shape)}")
-    return TensorMeta(shape, _dt.PROMOTION_TABLE[_dt.PROMOTION_TABLE[x.dtype, w.dtype], b.dtype])
+    return TensorMeta(shape, PROMOTION_TABLE[PROMOTION_TABLE[x.dtype, w.dtype], b.dtype])
 
 
 # One op for ``x @ w + b``: one dispatch and one tape node per layer call instead of two, and
@@ -94,7 +107,7 @@ linear_grad_op = Op("linear_grad", reference=_linear_grad_kernel, meta=_linear_g
 def _linear_grad(ctx, g):
     # The ops themselves, not the public functions: the operands are tensors known to fit.
     needs = ctx.needs_input_grad
-    if needs[1] and needs[2] and not _dispatch.grad_enabled and len(_dispatch._mode_stack) == 1:
+    if needs[1] and needs[2] and eager_no_grad():
         x, w = ctx.input(0), ctx.input(1)  # each read once: a read checks the input's version
         if g._data.dtype == x._data.dtype == w._data.dtype:
             grads = dispatch(linear_grad_op, (g, x, w), {"x_grad": bool(needs[0])})

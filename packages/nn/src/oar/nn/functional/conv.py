@@ -27,13 +27,12 @@ from __future__ import annotations
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from oar._core import dtypes as _dt
-from oar._core.op import AMP_LOW_PRECISION, Op
-from oar._ops._common import Tensor, TensorMeta, as_tensor, dispatch, fmt_shape
-from oar._ops.shape import reshape, transpose
+import oar
+from oar import reshape, transpose
 from oar.errors import ArgumentError, DTypeError, ShapeError
+from oar.ops import AMP_LOW_PRECISION, Op, Tensor, TensorMeta, as_tensor, dispatch, fmt_shape
 
-NATIVE_FLOATS = (_dt.float32, _dt.float64)  # float16 and bfloat16 compute in float32
+NATIVE_FLOATS = (oar.float32, oar.float64)  # float16 and bfloat16 compute in float32
 CHANNEL_FIRST = {1: "NCL", 2: "NCHW", 3: "NCDHW"}
 CHANNEL_LAST = {1: "NLC", 2: "NHWC", 3: "NDHWC"}
 
@@ -326,11 +325,11 @@ def _conv_weight_grad_kernel(x, g, kernel_size, stride, padding, dilation, group
     return gw.reshape(o, c // groups, *kernel_size)
 
 
-conv_op = Op("conv", reference=_conv_kernel, meta=_conv_meta, amp=AMP_LOW_PRECISION, dtypes=NATIVE_FLOATS,
+conv_op = Op("conv", paddle=("nn.functional.conv1d", "nn.functional.conv2d", "nn.functional.conv3d"), reference=_conv_kernel, meta=_conv_meta, amp=AMP_LOW_PRECISION, dtypes=NATIVE_FLOATS,
              per_sample=True)
-conv_transpose_op = Op("conv_transpose", reference=_conv_transpose_kernel, meta=_conv_transpose_meta,
+conv_transpose_op = Op("conv_transpose", paddle=("nn.functional.conv1d_transpose", "nn.functional.conv2d_transpose", "nn.functional.conv3d_transpose"), reference=_conv_transpose_kernel, meta=_conv_transpose_meta,
                        amp=AMP_LOW_PRECISION, dtypes=NATIVE_FLOATS, per_sample=True)
-conv_weight_grad_op = Op("conv_weight_grad", reference=_conv_weight_grad_kernel, meta=_conv_weight_grad_meta,
+conv_weight_grad_op = Op("conv_weight_grad", paddle=(), reference=_conv_weight_grad_kernel, meta=_conv_weight_grad_meta,
                          amp=AMP_LOW_PRECISION, dtypes=NATIVE_FLOATS)
 
 

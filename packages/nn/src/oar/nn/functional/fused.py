@@ -1,4 +1,4 @@
-"""Fused ops of inference programs: what oar-nn's fusion passes (``oar.nn._fusion``) emit.
+"""Fused ops of inference programs: what oar-nn's fusion passes (``oar.nn._passes``) emit.
 
 - ``fused_linear(x, w[, b])``: ``x @ w`` (with matmul's transpose flags), plus the bias, then an
   optional activation ``act`` (with ``act_attrs``), in one output buffer.
@@ -19,17 +19,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from oar._core import dtypes as _dt
-from oar._core.op import AMP_LOW_PRECISION, Op, TensorMeta, resolve_kernel
-from oar._ops._common import dispatch, fmt_shape
-from oar._ops.linalg import matmul_op
-from oar._ops.shape import reshape
+import oar
+from oar import reshape
 from oar.errors import ArgumentError, ShapeError
 from oar.nn.functional import pooling as _pool
 from oar.nn.functional.conv import conv_op
 from oar.nn.functional.pooling import max_pool_op
+from oar.ops import AMP_LOW_PRECISION, Op, TensorMeta, dispatch, fmt_shape, matmul_op, resolve_kernel
+from oar.plugins import registries
 
-NATIVE_FLOATS = (_dt.float32, _dt.float64)  # float16 and bfloat16 compute in float32
+NATIVE_FLOATS = (oar.float32, oar.float64)  # float16 and bfloat16 compute in float32
 
 # Activations an epilogue may apply: ops of one float input, elementwise, output like the input.
 ACTIVATIONS = frozenset({"relu", "relu6", "leaky_relu", "gelu", "silu", "sigmoid", "tanh", "elu", "hardswish",
@@ -37,9 +36,7 @@ ACTIVATIONS = frozenset({"relu", "relu6", "leaky_relu", "gelu", "silu", "sigmoid
 
 
 def _op(name: str) -> Op:
-    from oar._core.dispatch import OPS
-
-    return OPS.get(name)
+    return registries().ops.get(name)
 
 
 def _kernel(op: Op, dtype: np.dtype):
@@ -74,7 +71,7 @@ def _with_bias_and_act(grad_forward):
     """A gradient rule from a function that re-runs the unfused ops on the op's input tensors."""
 
     def rule(ctx, g):
-        from oar._core.autograd import enable_grad, grad
+        from oar import enable_grad, grad
 
         wanted = [i for i, need in enumerate(ctx.needs_input_grad) if need]
         with enable_grad():
@@ -118,7 +115,7 @@ def _linear_forward(x, w, b=None, transpose_x=False, transpose_y=False, act=None
     return _epilogue(y, b, [-1], act, act_attrs or {})
 
 
-fused_linear_op = Op("fused_linear", reference=_fused_linear_kernel, meta=_fused_linear_meta,
+fused_linear_op = Op("fused_linear", paddle=(), reference=_fused_linear_kernel, meta=_fused_linear_meta,
                      amp=AMP_LOW_PRECISION, dtypes=NATIVE_FLOATS, per_sample=True)
 fused_linear_op.defgrad(_with_bias_and_act(_linear_forward))
 
@@ -181,7 +178,7 @@ def _conv2d_forward(x, w, b=None, stride=(1, 1), padding=(0, 0, 0, 0), dilation=
     return y
 
 
-fused_conv2d_op = Op("fused_conv2d", reference=_fused_conv2d_kernel, meta=_fused_conv2d_meta,
+fused_conv2d_op = Op("fused_conv2d", paddle=(), reference=_fused_conv2d_kernel, meta=_fused_conv2d_meta,
                      amp=AMP_LOW_PRECISION, dtypes=NATIVE_FLOATS, per_sample=True)
 fused_conv2d_op.defgrad(_with_bias_and_act(_conv2d_forward))
 
@@ -221,7 +218,7 @@ def _max_pool_infer_kernel(x, kernel_size, stride, padding, ceil_mode):
     return best
 
 
-max_pool_infer_op = Op("max_pool_infer", reference=_max_pool_infer_kernel, meta=_max_pool_infer_meta,
+max_pool_infer_op = Op("max_pool_infer", paddle=(), reference=_max_pool_infer_kernel, meta=_max_pool_infer_meta,
                        dtypes=NATIVE_FLOATS, per_sample=True)
 
 

@@ -19,13 +19,21 @@ from __future__ import annotations
 import numpy as np
 
 import oar
-from oar._core import dtypes as _dt
-from oar._core.op import AMP_FP32, Op, TensorMeta
-from oar._ops._common import Tensor, as_tensor, broadcast_shapes, dispatch, fmt_shape, normalize_axis
-from oar._ops.elementwise import sigmoid
 from oar.errors import ArgumentError, DTypeError, GradientError, ShapeError
+from oar.ops import (
+    AMP_FP32,
+    Op,
+    Tensor,
+    TensorMeta,
+    as_tensor,
+    broadcast_shapes,
+    dispatch,
+    fmt_shape,
+    normalize_axis,
+    sigmoid,
+)
 
-_KERNEL_DTYPES = (_dt.float32, _dt.float64)  # float16/bfloat16 compute in float32
+_KERNEL_DTYPES = (oar.float32, oar.float64)  # float16/bfloat16 compute in float32
 _REDUCTIONS = ("mean", "sum", "none")
 _LOG_CLAMP = -100.0  # Paddle's bce_loss clamps each log term here, so a 0 or 1 input stays finite
 
@@ -533,7 +541,7 @@ def _same_shape_meta(fn: str, names: tuple):
     return meta
 
 
-bce_loss_op = Op("bce_loss", reference=_bce_loss_kernel, meta=_same_shape_meta("binary_cross_entropy", ("input", "label")),
+bce_loss_op = Op("bce_loss", paddle=("nn.functional.binary_cross_entropy",), reference=_bce_loss_kernel, meta=_same_shape_meta("binary_cross_entropy", ("input", "label")),
                  traits=("elementwise",), amp=AMP_FP32, dtypes=_KERNEL_DTYPES)
 
 
@@ -591,7 +599,7 @@ def _sigmoid_cross_entropy_with_logits_kernel(x, label, pos_weight=None):
 
 
 sigmoid_cross_entropy_with_logits_op = Op(
-    "sigmoid_cross_entropy_with_logits", reference=_sigmoid_cross_entropy_with_logits_kernel,
+    "sigmoid_cross_entropy_with_logits", paddle=("nn.functional.binary_cross_entropy_with_logits",), reference=_sigmoid_cross_entropy_with_logits_kernel,
     meta=_same_shape_meta("binary_cross_entropy_with_logits", ("logit", "label", "pos_weight")),
     traits=("elementwise",), amp=AMP_FP32, dtypes=_KERNEL_DTYPES,
 )
@@ -875,7 +883,7 @@ def _warpctc_meta(logits, labels, input_lengths, label_lengths, blank=0, norm_by
     return TensorMeta((batch,), logits.dtype), TensorMeta(logits.shape, logits.dtype)
 
 
-warpctc_op = LossOp("warpctc", reference=_warpctc_kernel, meta=_warpctc_meta, amp=AMP_FP32, dtypes=_KERNEL_DTYPES,
+warpctc_op = LossOp("warpctc", paddle=("nn.functional.ctc_loss",), reference=_warpctc_kernel, meta=_warpctc_meta, amp=AMP_FP32, dtypes=_KERNEL_DTYPES,
                     num_outputs=2, nondiff_inputs=(1, 2, 3))
 
 

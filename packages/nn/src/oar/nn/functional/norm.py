@@ -27,14 +27,11 @@ from __future__ import annotations
 import numpy as np
 
 import oar
-from oar._core import dtypes as _dt
-from oar._core.op import AMP_FP32, Op, TensorMeta, axis_not_batch
-from oar._ops._common import Tensor, as_tensor, dispatch, fmt_shape
-from oar._ops.shape import reshape_to
 from oar.errors import ArgumentError, DTypeError, ShapeError
 from oar.nn.functional.activation import check_float
+from oar.ops import AMP_FP32, Op, Tensor, TensorMeta, as_tensor, axis_not_batch, dispatch, fmt_shape, reshape_to
 
-FLOATS = (_dt.float32, _dt.float64)  # float16 and bfloat16 compute in float32
+FLOATS = (oar.float32, oar.float64)  # float16 and bfloat16 compute in float32
 
 
 class StatsOp(Op):
@@ -371,7 +368,7 @@ def _batch_norm_infer_meta(x, weight, bias, mean, var, channel_axis, epsilon):
     return TensorMeta(tuple(x.shape), x.dtype)
 
 
-batch_norm_infer_op = Op("batch_norm_infer", reference=_batch_norm_infer_kernel, meta=_batch_norm_infer_meta,
+batch_norm_infer_op = Op("batch_norm_infer", paddle=("nn.functional.batch_norm",), reference=_batch_norm_infer_kernel, meta=_batch_norm_infer_meta,
                          amp=AMP_FP32, dtypes=FLOATS,
                          per_sample=axis_not_batch("channel_axis"))
 
@@ -420,7 +417,7 @@ def _running_stat(fn: str, name: str, t, channels: int) -> Tensor:
 
 
 def _update_running(running: Tensor, batch: Tensor, momentum: float) -> None:
-    from oar._ops.inplace import apply_inplace
+    from oar.ops import apply_inplace
 
     with oar.no_grad():
         batch = batch.detach()
@@ -517,8 +514,6 @@ def group_norm(x, num_groups: int, epsilon: float = 1e-05, weight=None, bias=Non
             or channels % num_groups:
         raise ArgumentError(f"{fn}: num_groups must be a positive int dividing the {channels} channels of x, "
                             f"got {num_groups!r}")
-    from oar.nn.functional._group_norm import group_norm_op  # that module imports this one
-
     w = _affine_param(fn, "weight", weight, channels, xc, 1.0)
     b = _affine_param(fn, "bias", bias, channels, xc, 0.0)
     y = dispatch(group_norm_op, (xc, w, b), {"num_groups": int(num_groups), "epsilon": float(epsilon)})[0]
@@ -594,5 +589,79 @@ def normalize(x, p: float = 2, axis: int = 1, epsilon: float = 1e-12, name=None)
     return x / oar.maximum(norm, float(epsilon))
 
 
-OPS = [layer_norm_op, layer_norm_grad_op, batch_norm_op, batch_norm_grad_op, batch_norm_infer_op]
+# -- group_norm's ops -----------------------------------------------------------------------------
+# x [N, C, *spatial] is viewed as [N, G, C / G, HW]: the statistics run over the last two axes (one
+# mean and variance per sample and group, returned as [N, G] as Paddle does), the affine over the
+# channel axis. One op instead of a layer_norm on a reshaped x followed by a per-channel multiply
+# and add (two more ops forward, four backward), so that a plugin can do the whole of it in one
+# pass (oar-numba's). The numpy kernels and the gradient rules are batch and layer normalisation's,
+# on this view.
+def group_view(shape, num_groups: int) -> list:
+    """``[N, G, C / G, HW]`` for x of ``shape`` ``[N, C, *spatial]``."""
+    return [shape[0], num_groups, _numel([shape[1]]) // num_groups if shape[1] is not None else None,
+            _numel(shape[2:])]
+
+
+def _group_norm_kernel(x, weight, bias, num_groups, epsilon):
+    n, g, cg, hw = group_view(x.shape, num_groups)
+    affine = (1, g, cg, 1)
+    y, mean, var = _normalize_kernel(x.reshape(n, g, cg, hw), weight.reshape(affine), bias.reshape(affine), (2, 3),
+                                     epsilon)
+    return y.reshape(x.shape), mean.reshape(n, g), var.reshape(n, g)
+
+
+def _group_norm_meta(x: TensorMeta, weight: TensorMeta, bias: TensorMeta, num_groups, epsilon):
+    _float_meta_checks("group_norm", x, {"weight": weight, "bias": bias})
+    if len(x.shape) < 2:
+        raise ArgumentError(f"group_norm: x must be [N, C, ...], got {fmt_shape(x.shape)}")
+    channels = x.shape[1]
+    if num_groups <= 0 or (channels is not None and channels % num_groups):
+        raise ArgumentError(f"group_norm: num_groups {num_groups} must divide the {channels} channels of x")
+    _check_param("group_norm", "weight", weight, channels)
+    _check_param("group_norm", "bias", bias, channels)
+    stats = TensorMeta((x.shape[0], num_groups), x.dtype)
+    return TensorMeta(tuple(x.shape), x.dtype), stats, stats
+
+
+group_norm_op = StatsOp("group_norm", reference=_group_norm_kernel, meta=_group_norm_meta, amp=AMP_FP32, dtypes=FLOATS,
+                        num_outputs=3, per_sample=True)
+
+
+@group_norm_op.defgrad
+def _group_norm_rule(ctx, gy, gmean, gvar):
+    x, weight, _ = ctx.inputs
+    _, mean, var = ctx.outputs
+    dx = dw = db = None
+    if gy is not None:
+        dx, dw, db = dispatch(group_norm_grad_op, (x, weight, mean, var, gy), dict(ctx.attrs))
+    if (gmean is not None or gvar is not None) and ctx.needs_input_grad[0]:
+        n, g, cg, hw = group_view(ctx.in_shapes[0], ctx.attrs["num_groups"])
+        dx = _add(dx, _stats_grad(x, mean, gmean, gvar, [n, g, cg * hw], [n, g, 1], (2,)))
+    need_x, need_w, need_b = ctx.needs_input_grad
+    return dx if need_x else None, dw if need_w else None, db if need_b else None
+
+
+def _group_norm_grad_kernel(x, weight, mean, var, g, num_groups, epsilon):
+    n, gs, cg, hw = group_view(x.shape, num_groups)
+    stats = (n, gs, 1, 1)
+    dx, dw, db = _normalize_grad_kernel(x.reshape(n, gs, cg, hw), weight.reshape(1, gs, cg, 1), mean.reshape(stats),
+                                        var.reshape(stats), g.reshape(n, gs, cg, hw), (2, 3), (0, 3), epsilon)
+    return dx.reshape(x.shape), dw.reshape(-1), db.reshape(-1)
+
+
+group_norm_grad_op = Op("group_norm_grad", reference=_group_norm_grad_kernel,
+                        meta=_norm_grad_meta("group_norm_grad", _group_norm_meta), amp=AMP_FP32, dtypes=FLOATS,
+                        num_outputs=3)
+
+
+@group_norm_grad_op.defgrad
+def _group_norm_grad_rule(ctx, cx, cw, cb):
+    n, g, cg, hw = group_view(ctx.in_shapes[0], ctx.attrs["num_groups"])
+    views = {"x": [n, g, cg, hw], "w": [1, g, cg, 1], "stats": [n, g, 1, 1], "reduce": (2, 3), "affine_reduce": (0, 3),
+             "eps": ctx.attrs["epsilon"]}
+    return _normalize_grad_vjp(ctx, cx, cw, cb, views)
+
+
+OPS = [layer_norm_op, layer_norm_grad_op, batch_norm_op, batch_norm_grad_op, batch_norm_infer_op, group_norm_op,
+       group_norm_grad_op]
 __all__ = ["batch_norm", "layer_norm", "group_norm", "instance_norm", "rms_norm", "normalize"]

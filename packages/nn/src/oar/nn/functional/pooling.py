@@ -21,12 +21,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from oar._core import dtypes as _dt
-from oar._core.op import Op
-from oar._ops._common import Tensor, TensorMeta, as_tensor, dispatch, fmt_shape
-from oar._ops.elementwise import cast, where
-from oar._ops.indexing import take_along_axis
-from oar._ops.shape import pad_axes, reshape
+import oar
+from oar import cast, reshape, take_along_axis, where
 from oar.errors import ArgumentError, DTypeError, ShapeError
 from oar.nn.functional.conv import (
     CHANNEL_FIRST,
@@ -40,6 +36,7 @@ from oar.nn.functional.conv import (
     to_channel_first,
     to_channel_last,
 )
+from oar.ops import Op, Tensor, TensorMeta, as_tensor, dispatch, fmt_shape, pad_axes
 
 
 # -- shapes -----------------------------------------------------------------------------------
@@ -77,7 +74,7 @@ def _pool_input_meta(op: str, x: TensorMeta, kernel_size, stride, padding) -> in
 def _max_pool_meta(x: TensorMeta, kernel_size, stride, padding, ceil_mode):
     _pool_input_meta("max_pool", x, kernel_size, stride, padding)
     shape = (*x.shape[:2], *pool_sizes("max_pool", x.shape[2:], kernel_size, stride, padding, ceil_mode))
-    return TensorMeta(shape, x.dtype), TensorMeta(shape, _dt.int32)
+    return TensorMeta(shape, x.dtype), TensorMeta(shape, oar.int32)
 
 
 def _avg_pool_meta(x: TensorMeta, kernel_size, stride, padding, ceil_mode, exclusive) -> TensorMeta:
@@ -102,7 +99,7 @@ def _avg_pool_grad_meta(g: TensorMeta, input_size, kernel_size, stride, padding,
 
 
 def _max_pool_grad_meta(g: TensorMeta, mask: TensorMeta, input_size) -> TensorMeta:
-    if mask.dtype is not _dt.int32 or tuple(mask.shape) != tuple(g.shape):
+    if mask.dtype is not oar.int32 or tuple(mask.shape) != tuple(g.shape):
         raise ShapeError(f"max_pool_grad: mask must be an int32 tensor of grad's shape {fmt_shape(g.shape)}, got "
                          f"{mask.dtype.name}{fmt_shape(mask.shape)}")
     _check_grad_meta("max_pool_grad", g, g.shape[2:])
@@ -132,7 +129,7 @@ def _adaptive_avg_pool_grad_meta(g: TensorMeta, input_size) -> TensorMeta:
 
 def _adaptive_max_pool_meta(x: TensorMeta, output_size):
     shape = _adaptive_meta("adaptive_max_pool", x, output_size)
-    return TensorMeta(shape, x.dtype), TensorMeta(shape, _dt.int32)
+    return TensorMeta(shape, x.dtype), TensorMeta(shape, oar.int32)
 
 
 # -- kernels ----------------------------------------------------------------------------------
@@ -279,18 +276,18 @@ def _adaptive_max_pool_kernel(x, output_size):
     return np.ascontiguousarray(best), flat.astype(np.int32)
 
 
-max_pool_op = Op("max_pool", reference=_max_pool_kernel, meta=_max_pool_meta, dtypes=NATIVE_FLOATS, num_outputs=2,
+max_pool_op = Op("max_pool", paddle=("nn.functional.max_pool1d", "nn.functional.max_pool2d", "nn.functional.max_pool3d"), reference=_max_pool_kernel, meta=_max_pool_meta, dtypes=NATIVE_FLOATS, num_outputs=2,
                  per_sample=True)
 max_pool_grad_op = Op("max_pool_grad", reference=_max_pool_grad_kernel, meta=_max_pool_grad_meta,
                       dtypes=NATIVE_FLOATS, nondiff_inputs=(1,))
-avg_pool_op = Op("avg_pool", reference=_avg_pool_kernel, meta=_avg_pool_meta, dtypes=NATIVE_FLOATS, per_sample=True)
+avg_pool_op = Op("avg_pool", paddle=("nn.functional.avg_pool1d", "nn.functional.avg_pool2d", "nn.functional.avg_pool3d"), reference=_avg_pool_kernel, meta=_avg_pool_meta, dtypes=NATIVE_FLOATS, per_sample=True)
 avg_pool_grad_op = Op("avg_pool_grad", reference=_avg_pool_grad_kernel, meta=_avg_pool_grad_meta,
                       dtypes=NATIVE_FLOATS)
-adaptive_avg_pool_op = Op("adaptive_avg_pool", reference=_adaptive_avg_pool_kernel, meta=_adaptive_avg_pool_meta,
+adaptive_avg_pool_op = Op("adaptive_avg_pool", paddle=("nn.functional.adaptive_avg_pool1d", "nn.functional.adaptive_avg_pool2d", "nn.functional.adaptive_avg_pool3d"), reference=_adaptive_avg_pool_kernel, meta=_adaptive_avg_pool_meta,
                           dtypes=NATIVE_FLOATS, per_sample=True)
 adaptive_avg_pool_grad_op = Op("adaptive_avg_pool_grad", reference=_adaptive_avg_pool_grad_kernel,
                                meta=_adaptive_avg_pool_grad_meta, dtypes=NATIVE_FLOATS)
-adaptive_max_pool_op = Op("adaptive_max_pool", reference=_adaptive_max_pool_kernel, meta=_adaptive_max_pool_meta,
+adaptive_max_pool_op = Op("adaptive_max_pool", paddle=("nn.functional.adaptive_max_pool1d", "nn.functional.adaptive_max_pool2d", "nn.functional.adaptive_max_pool3d"), reference=_adaptive_max_pool_kernel, meta=_adaptive_max_pool_meta,
                           dtypes=NATIVE_FLOATS, num_outputs=2, per_sample=True)
 
 

@@ -25,13 +25,11 @@ from __future__ import annotations
 import numpy as np
 
 import oar
-from oar._core import dtypes as _dt
-from oar._core.op import Op, TensorMeta
-from oar._ops._common import Tensor, as_tensor, dispatch, fmt_shape
 from oar.errors import ArgumentError, DTypeError, ShapeError
+from oar.ops import Op, Tensor, TensorMeta, as_tensor, dispatch, fmt_shape, get_dtype
 
-FLOATS = (_dt.float32, _dt.float64)  # float16 and bfloat16 compute in float32
-INT8 = (_dt.int8,)
+FLOATS = (oar.float32, oar.float64)  # float16 and bfloat16 compute in float32
+INT8 = (oar.int8,)
 NONDIFF = ("nondiff",)
 WEIGHT_ALGOS = ("weight_only_int8", "llm.int8")
 
@@ -53,7 +51,7 @@ def _along(a: np.ndarray, axis: int | None, ndim: int) -> np.ndarray:
 def _check_qparams(op: str, x: TensorMeta, scale: TensorMeta, zero_point: TensorMeta, axis, bit_length) -> None:
     if not 2 <= bit_length <= 8:
         raise ArgumentError(f"{op}: bit_length must be in 2..8 (the result is stored as int8), got {bit_length}")
-    if zero_point.dtype is not _dt.int8:
+    if zero_point.dtype is not oar.int8:
         raise DTypeError(f"{op}: zero_point must be int8, got {zero_point.dtype.name}")
     if tuple(scale.shape) != tuple(zero_point.shape):
         raise ShapeError(f"{op}: scale {fmt_shape(scale.shape)} and zero_point {fmt_shape(zero_point.shape)} "
@@ -82,7 +80,7 @@ def _quantize_linear_meta(x, scale, zero_point, axis, bit_length):
         raise DTypeError(f"quantize_linear: x and scale must be floating tensors, got {x.dtype.name} and "
                          f"{scale.dtype.name}")
     _check_qparams("quantize_linear", x, scale, zero_point, axis, bit_length)
-    return TensorMeta(x.shape, _dt.int8)
+    return TensorMeta(x.shape, oar.int8)
 
 
 def _dequantize_linear_kernel(q, scale, zero_point, axis, bit_length):
@@ -92,7 +90,7 @@ def _dequantize_linear_kernel(q, scale, zero_point, axis, bit_length):
 
 
 def _dequantize_linear_meta(q, scale, zero_point, axis, bit_length):
-    if q.dtype is not _dt.int8 or not scale.dtype.is_floating:
+    if q.dtype is not oar.int8 or not scale.dtype.is_floating:
         raise DTypeError(f"dequantize_linear: x must be int8 and scale floating, got {q.dtype.name} and "
                          f"{scale.dtype.name}")
     _check_qparams("dequantize_linear", q, scale, zero_point, axis, bit_length)
@@ -147,7 +145,7 @@ def _checked(op: Op, inputs: tuple, attrs: dict):
 def _qparams(fn: str, x: Tensor, scale, zero_point, axis):
     scale = as_tensor(scale)
     zero_point = oar.zeros(scale.shape, "int8") if zero_point is None else as_tensor(zero_point)
-    if zero_point.dtype is not _dt.int8:
+    if zero_point.dtype is not oar.int8:
         zero_point = zero_point.astype("int8")
     if scale.ndim == 0:
         return scale, zero_point, None
@@ -215,16 +213,16 @@ def _weight_quantize_meta(x):
     if len(x.shape) != 2:
         raise ShapeError(f"weight_quantize: x must be a 2-d weight [in_features, out_features], got "
                          f"{fmt_shape(x.shape)}")
-    return TensorMeta((x.shape[1], x.shape[0]), _dt.int8), TensorMeta((x.shape[1],), _dt.float32)
+    return TensorMeta((x.shape[1], x.shape[0]), oar.int8), TensorMeta((x.shape[1],), oar.float32)
 
 
 def _weight_dequantize_kernel(q, scale, out_dtype):
-    out = _dt.get_dtype(out_dtype).np
+    out = get_dtype(out_dtype).np
     return q.T.astype(out) * scale.astype(out)
 
 
 def _check_int8_weight(fn: str, q: TensorMeta, scale: TensorMeta, name: str = "x") -> None:
-    if q.dtype is not _dt.int8 or len(q.shape) != 2:
+    if q.dtype is not oar.int8 or len(q.shape) != 2:
         raise DTypeError(f"{fn}: {name} must be an int8 weight [out_features, in_features] from weight_quantize, got "
                          f"{q.dtype.name}{fmt_shape(q.shape)}")
     if len(scale.shape) != 1 or scale.shape[0] not in (None, q.shape[0]) or not scale.dtype.is_floating:
@@ -234,7 +232,7 @@ def _check_int8_weight(fn: str, q: TensorMeta, scale: TensorMeta, name: str = "x
 
 def _weight_dequantize_meta(q, scale, out_dtype):
     _check_int8_weight("weight_dequantize", q, scale)
-    return TensorMeta((q.shape[1], q.shape[0]), _dt.get_dtype(out_dtype))
+    return TensorMeta((q.shape[1], q.shape[0]), get_dtype(out_dtype))
 
 
 weight_quantize_op = Op("weight_quantize", reference=_weight_quantize_kernel, meta=_weight_quantize_meta,
@@ -277,12 +275,12 @@ def matmul_int8_reference(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 
 def _matmul_int8_meta(x, y):
-    if x.dtype is not _dt.int8 or y.dtype is not _dt.int8:
+    if x.dtype is not oar.int8 or y.dtype is not oar.int8:
         raise DTypeError(f"matmul_int8: x and y must be int8, got {x.dtype.name} and {y.dtype.name}")
     if len(x.shape) != 2 or len(y.shape) != 2 or x.shape[1] not in (None, y.shape[1]):
         raise ShapeError(f"matmul_int8: x [m, k] and y [n, k] must share k, got {fmt_shape(x.shape)} and "
                          f"{fmt_shape(y.shape)}")
-    return TensorMeta((x.shape[0], y.shape[0]), _dt.int32)
+    return TensorMeta((x.shape[0], y.shape[0]), oar.int32)
 
 
 matmul_int8_op = Op("matmul_int8", reference=matmul_int8_reference, meta=_matmul_int8_meta, traits=NONDIFF,
@@ -337,7 +335,7 @@ def weight_quantize(x, algo: str = "weight_only_int8", arch=None, group_size: in
     """
     _algo("weight_quantize", algo, group_size)
     x = as_tensor(x)
-    if x.dtype in (_dt.float16, _dt.bfloat16):  # computed in float32 anyway; the scale stays float32, as in Paddle
+    if x.dtype in (oar.float16, oar.bfloat16):  # computed in float32 anyway; the scale stays float32, as in Paddle
         x = x.astype("float32")
     return _checked(weight_quantize_op, (x,), {})
 
@@ -353,7 +351,7 @@ def weight_dequantize(x, scale, algo: str = "weight_only_int8", out_dtype="float
     [32, 64]
     """
     _algo("weight_dequantize", algo, group_size)
-    name = out_dtype if isinstance(out_dtype, str) else _dt.get_dtype(out_dtype).name
+    name = out_dtype if isinstance(out_dtype, str) else get_dtype(out_dtype).name
     return _checked(weight_dequantize_op, (as_tensor(x), as_tensor(scale)), {"out_dtype": name})
 
 

@@ -12,9 +12,8 @@ from __future__ import annotations
 import numpy as np
 
 import oar
-from oar._ops._common import Tensor, as_tensor
-from oar._ops.shape import reshape_to
 from oar.errors import ArgumentError, ShapeError
+from oar.ops import Tensor, as_tensor, reshape_to
 
 OPS: list = []
 

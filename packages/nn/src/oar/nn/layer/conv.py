@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import math
 
-from oar._ops.shape import pad_axes
 from oar.errors import ArgumentError
 from oar.nn import functional as F
 from oar.nn.functional.conv import CHANNEL_LAST, _is_int, channel_last, int_list
 from oar.nn.initializer import Normal
 from oar.nn.layer.layers import Layer
+from oar.ops import pad_axes
 
 PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
 

@@ -10,12 +10,11 @@ from typing import Any
 
 import numpy as np
 
-from oar._core import dtypes as _dt
-from oar._core.tensor import Tensor
 from oar.errors import ArgumentError, ShapeError
 from oar.nn.initializer import global_initializer, set_global_initializer  # noqa: F401 - also importable here
 from oar.nn.param_attr import ParamAttr
 from oar.nn.parameter import Parameter
+from oar.ops import Tensor, get_backend, get_dtype
 
 # Paddle's unique names: ``linear_0`` for layers, ``linear_0.w_0`` / ``linear_0.b_0`` for parameters.
 _name_counters: dict[str, itertools.count] = collections.defaultdict(itertools.count)
@@ -78,7 +77,7 @@ class Layer:
         object.__setattr__(self, "_forward_post_hooks", collections.OrderedDict())
         scope = name_scope or _snake(type(self).__name__)
         object.__setattr__(self, "_full_name", _unique_name(scope))
-        object.__setattr__(self, "_dtype", _dt.get_dtype(dtype).name)
+        object.__setattr__(self, "_dtype", get_dtype(dtype).name)
 
     # -- forward ------------------------------------------------------------------------------
     def forward(self, *inputs, **kwargs):
@@ -227,7 +226,7 @@ class Layer:
         shape = [int(d) for d in shape]
         if any(d < 0 for d in shape):
             raise ShapeError(f"create_parameter: shape must be non-negative, got {shape}")
-        dtype = _dt.get_dtype(dtype or self._dtype)
+        dtype = get_dtype(dtype or self._dtype)
         name = attr.name or _unique_name(f"{self._full_name}.{'b' if is_bias else 'w'}")
         param = Parameter(np.zeros(shape, dtype.np), name=name, trainable=attr.trainable,
                           learning_rate=attr.learning_rate, regularizer=attr.regularizer, need_clip=attr.need_clip)
@@ -399,9 +398,7 @@ class Layer:
             array = value.numpy() if isinstance(value, Tensor) else np.asarray(value)
             array = array.astype(target._data.dtype, copy=False)
             if target._backend != "cpu":
-                from oar._core.dispatch import BACKENDS
-
-                target._set_buffer(BACKENDS.get(target._backend).from_numpy(array.copy()))
+                target._set_buffer(get_backend(target._backend).from_numpy(array.copy()))
             else:
                 if not target._data.flags.writeable:
                     target._set_buffer(target._data.copy())
@@ -430,7 +427,7 @@ class Layer:
                         t._backend = converted._backend
                         t._grad = None
             if dtype is not None:
-                object.__setattr__(layer, "_dtype", _dt.get_dtype(dtype).name)
+                object.__setattr__(layer, "_dtype", get_dtype(dtype).name)
         return self
 
     def astype(self, dtype) -> Layer:

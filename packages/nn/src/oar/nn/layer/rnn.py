@@ -19,13 +19,12 @@ import math
 from collections.abc import Callable
 
 import oar
-from oar._core.tensor import Tensor
-from oar._ops.elementwise import sigmoid
 from oar.errors import ArgumentError, ShapeError
 from oar.nn import functional as F
 from oar.nn import initializer as I
 from oar.nn.layer.container import LayerList
 from oar.nn.layer.layers import Layer
+from oar.ops import Tensor, sigmoid
 
 _BIDIRECTIONAL = ("bidirect", "bidirectional")
 

@@ -18,7 +18,6 @@ import collections
 import copy
 
 import oar
-from oar._core.tensor import Tensor
 from oar.errors import ArgumentError, ShapeError
 from oar.nn import functional as F
 from oar.nn.functional.attention import attend
@@ -27,6 +26,7 @@ from oar.nn.layer.container import LayerList
 from oar.nn.layer.layers import Layer
 from oar.nn.layer.norm import LayerNorm
 from oar.nn.param_attr import ParamAttr
+from oar.ops import Tensor
 
 
 def _convert_param_attr_to_list(param_attr, n: int) -> list:

@@ -14,8 +14,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from oar._ops.random import default_generator
 from oar.errors import ArgumentError
+from oar.ops import default_generator
 from oar.vision.transforms import functional as F
 
 

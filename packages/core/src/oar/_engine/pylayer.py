@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from oar._core import dispatch as _dispatch
-from oar._core.autograd import Node, _set_grad_enabled, _version_of
-from oar._core.tensor import Tensor
+from oar._engine import eager as _eager
+from oar._engine.autograd import _set_grad_enabled
+from oar._engine.dispatch import modes_above_eager
+from oar._engine.tape import Node, _version_of
+from oar._engine.tensor import Tensor
 from oar.errors import GradientError
 
 
@@ -185,11 +187,8 @@ def _tensor_inputs(args: tuple, kwargs: dict) -> tuple[list, list]:
 def _break_capture(layer: type) -> None:
     """Under to_static, a PyLayer recording its backward is a graph break: a program holds its
     forward's ops but not the Python backward, so training it would silently use other gradients."""
-    from oar._core.tracing import TracingMode
-
-    for mode in _dispatch._mode_stack:
-        if isinstance(mode, TracingMode) and mode.recording:
-            mode.break_graph(f"PyLayer {layer.__name__} has a Python backward, which a program cannot hold")
+    for mode in modes_above_eager():
+        mode.python_backward(f"PyLayer {layer.__name__}")
 
 
 class PyLayer:
@@ -232,7 +231,7 @@ class PyLayer:
         ctx = PyLayerContext()
         ctx._layer_name = cls.__name__
         inputs, slots = _tensor_inputs(args, kwargs)
-        record = _dispatch.grad_enabled and any(not t.stop_gradient for t in inputs)
+        record = _eager.grad_enabled and any(not t.stop_gradient for t in inputs)
         if record:
             _break_capture(cls)
 

@@ -26,35 +26,23 @@ schema (``{"schema": "oar.program", "version": 1, ...}``).
 from __future__ import annotations
 
 import base64
+import json
 import math
 from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 
-from oar._core import dtypes as _dt
-from oar._core.op import TensorMeta
-from oar.errors import RegistryError, SerializationError
+from oar._engine import dtypes as _dt
+from oar._engine.op import TensorMeta
+from oar._engine.registries import OPS, ensure_plugins_loaded
+from oar.errors import OarError, RegistryError, SerializationError
 
 SCHEMA = "oar.program"
 SCHEMA_VERSION = 2  # the newest schema version this oar reads
 # Version 2 added control flow (sub-programs in node attributes); a program without control flow
 # is still written as version 1, so that older oar versions keep reading it.
 PLAIN_SCHEMA_VERSION = 1
-
-# Ops of oar's own packages, to say what to install when a program needs one that is absent.
-# (A program written by ``jit.save`` records the plugin of each of its ops; this map serves
-# programs without that record.)
-KNOWN_OP_PACKAGES = {
-    **dict.fromkeys((
-        "conv", "conv_transpose", "conv_weight_grad", "batch_norm", "batch_norm_grad", "batch_norm_infer",
-        "layer_norm", "layer_norm_grad", "max_pool", "max_pool_grad", "avg_pool", "avg_pool_grad",
-        "adaptive_avg_pool", "adaptive_avg_pool_grad", "adaptive_max_pool", "adaptive_max_pool_grad",
-        "relu", "relu_grad", "gelu", "gelu_grad", "softmax", "softmax_grad", "log_softmax", "log_softmax_grad",
-        "embedding", "embedding_grad", "interpolate", "interpolate_grad", "nll_loss", "bce_loss", "warpctc",
-    ), "oar-nn"),
-}
-
 
 class Value:
     """One typed value of a program: ``id``, ``shape`` (a tuple, ``None`` for a dynamic dim),
@@ -249,6 +237,10 @@ class Program:
         v = self.values[vid]
         return v.name is not None and self.params.get(v.name) == vid
 
+    def is_static(self, vid: int) -> bool:
+        """A parameter or a constant: a value that no feed changes (folding passes read these)."""
+        return self.is_param(vid) or self.is_constant(vid)
+
     def constant_value(self, vid: int) -> np.ndarray:
         return self.constant_data[self.values[vid].name]
 
@@ -341,7 +333,7 @@ class Program:
                 data = self.constant_data[name]
                 shown = f" = {_fmt_attr(data.tolist())}" if data.size <= 4 and data.dtype.kind in "biuf" else ""
                 lines.append(f"    {v[i]!r}{shown}")
-        backward_start = self.meta.get("backward_start")  # set by oar._core.backward.append_backward
+        backward_start = self.meta.get("backward_start")  # set by oar._graph.static_backward.append_backward
         for index, node in enumerate(self.nodes):
             if index == backward_start:
                 lines.append("  // backward")
@@ -390,7 +382,7 @@ class Program:
 
         ``constants`` supplies constant arrays stored outside the JSON; ``params`` maps parameter
         names to tensors. An op that is not registered raises ``RegistryError`` naming the
-        plugin that provides it (from ``op_sources``, a map op -> package, or oar's known ops);
+        plugin that provides it (from ``op_sources``, a map op -> package);
         a newer schema version or a damaged document raises ``SerializationError``.
         """
         if not isinstance(data, dict) or data.get("schema") != SCHEMA:
@@ -463,22 +455,45 @@ class Program:
 
 
 def check_ops_registered(names, op_sources: dict | None = None, where: str = "program") -> None:
-    """Raise ``RegistryError`` naming the package to install for the first op not registered."""
-    from oar._core.dispatch import OPS
-    from oar._core.registry import ensure_plugins_loaded
+    """Raise ``RegistryError`` naming the package to install for each op not registered.
 
+    ``op_sources`` maps op -> package, as ``jit.save`` records it from the op registry when it
+    writes a program (``requires``)."""
     ensure_plugins_loaded()
     missing = [n for n in names if n not in OPS._entries]
     if not missing:
         return
     parts = []
     for name in missing:
-        package = (op_sources or {}).get(name) or KNOWN_OP_PACKAGES.get(name)
+        package = (op_sources or {}).get(name)
         parts.append(f"{name!r} (from {package}: pip install {package})" if package
                      else f"{name!r} (from the plugin that registered it when the program was saved)")
     raise RegistryError(
         f"{where} needs op{'s' if len(parts) > 1 else ''} {', '.join(parts)}, not registered here; install "
         f"the package and make sure OAR_DISABLE_PLUGINS does not block it"
+    )
+
+
+def attr_key(attrs: dict) -> str:
+    """A canonical string of attributes, for comparing nodes."""
+    try:
+        return json.dumps(_encode_attr(attrs, "attrs"), sort_keys=True)
+    except SerializationError:
+        return repr(sorted(attrs.items(), key=lambda kv: kv[0]))
+
+
+def program_signature(program: Program) -> tuple:
+    """What makes two captures the same program: nodes, attributes, constants' contents,
+    parameters, outputs and updates (not the metas, which differ in dynamic dims only)."""
+    constants = tuple((name, vid, a.dtype.str, a.shape, a.tobytes())
+                      for (name, vid), a in zip(program.constants.items(), program.constant_data.values()))
+    try:
+        outputs = json.dumps(encode_structure(program.outputs), sort_keys=True)
+    except SerializationError:
+        outputs = repr(program.outputs)
+    return (
+        tuple((n.op, tuple(n.inputs), tuple(n.outputs), attr_key(n.attrs), n.no_grad) for n in program.nodes),
+        constants, tuple(program.params.items()), tuple(program.feeds), outputs, tuple(program.updates),
     )
 
 
@@ -491,10 +506,7 @@ def sub_programs(node: OpNode) -> Iterator[Program]:
 
 def _check_control_flow(program: Program, i: int, node: OpNode) -> None:
     """The node's inputs and outputs fit its blocks (the op's meta function says so)."""
-    from oar._core.dispatch import OPS
-    from oar.errors import OarError
-
-    op = OPS._entries.get(node.op)
+    op = OPS.lookup(node.op)
     if op is None:
         return
     try:

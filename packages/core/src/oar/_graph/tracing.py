@@ -29,11 +29,13 @@ from typing import Any
 
 import numpy as np
 
-from oar._core import dispatch as _dispatch
-from oar._core.dispatch import Mode
-from oar._core.op import TensorMeta
-from oar._core.program import Program, ValueRef, _copy_attrs
-from oar._core.tensor import DATA_WATCHERS, Tensor
+from oar._engine import eager as _eager
+from oar._engine.dispatch import Mode
+from oar._engine.op import TensorMeta
+from oar._engine.registries import BACKENDS
+from oar._engine.tensor import DATA_WATCHERS, Tensor
+from oar._graph.program import Program, ValueRef, _copy_attrs
+from oar._ops.random import default_generator
 from oar.errors import OarError
 
 
@@ -46,10 +48,8 @@ _OAR_DIRS: list[str] = []
 
 
 def _oar_dirs() -> tuple[str, ...]:
-    if not _OAR_DIRS:
-        import oar
-
-        _OAR_DIRS.extend(os.path.abspath(p) + os.sep for p in oar.__path__)
+    if not _OAR_DIRS:  # every distribution's oar/ folder (the namespace's __path__)
+        _OAR_DIRS.extend(os.path.abspath(p) + os.sep for p in sys.modules["oar"].__path__)
     return tuple(_OAR_DIRS)
 
 
@@ -73,8 +73,6 @@ def _version(t: Tensor) -> int:
 
 
 def _rng_state():
-    from oar._ops.random import default_generator
-
     return default_generator().bit_generator.state
 
 
@@ -112,7 +110,7 @@ class TracingMode(Mode):
         self.param_tensors: dict[str, Tensor] = {}  # captured parameters by name
         self.feed_tensors: list[Tensor] = []
         self.full_graph = full_graph
-        self.grad_at_entry = _dispatch.grad_enabled
+        self.grad_at_entry = _eager.grad_enabled
         self.broken: GraphBreak | None = None
         self.recording = True
         self._rng = None
@@ -214,7 +212,7 @@ class TracingMode(Mode):
         if type(data) is np.ndarray:
             array = np.array(data, copy=True)
         else:
-            array = np.array(_dispatch.BACKENDS.get(t._backend).to_numpy(data), copy=True)
+            array = np.array(BACKENDS.get(t._backend).to_numpy(data), copy=True)
         v = self.program.add_constant(array)
         self._bind(t, v.id)
         return v.id
@@ -227,7 +225,7 @@ class TracingMode(Mode):
             dtype0 = inputs[0]._data.dtype
             if any(t._data.dtype != dtype0 for t in inputs):
                 # Casts first, as eager does, so that they are recorded and the node's inputs agree.
-                inputs = _dispatch._promote_inputs(op, inputs)
+                inputs = _eager._promote_inputs(op, inputs)
         in_ids = [self.value_of(t) for t in inputs]
         random = "random" in op.traits
         if random:
@@ -249,7 +247,7 @@ class TracingMode(Mode):
                 self.dynamic.add(v.id)
             out_ids.append(v.id)
         self.program.add_node(op.name, in_ids, out_ids, _copy_attrs(attrs),
-                              no_grad=self.grad_at_entry and not _dispatch.grad_enabled)
+                              no_grad=self.grad_at_entry and not _eager.grad_enabled)
         return out
 
     @staticmethod
@@ -304,6 +302,10 @@ class TracingMode(Mode):
         elif state != self._rng:
             self.break_graph("the global random generator was reseeded or drawn from outside oar's ops "
                              "(oar.seed inside the function?); a program replays random ops, not the seeding")
+
+    def python_backward(self, what: str) -> None:
+        if self.recording:
+            self.break_graph(f"{what} has a Python backward, which a program cannot hold")
 
     def break_graph(self, reason: str) -> None:
         filename, lineno = user_location(2)

@@ -16,25 +16,65 @@
 node through the active mode with its tensors, so the tape is recorded as in eager mode and
 ``loss.backward()`` and optimizers work: training through to_static gets its gradients from the
 same op rules.
+
+Observers (``observe``) see every node's outputs of every inference run while they are active
+(slim's calibration collects activation ranges this way); without one, a run pays one check.
 """
 
 from __future__ import annotations
 
+import contextlib
 import sys
+from collections.abc import Callable
 
 import numpy as np
 
-from oar._core import dispatch as _dispatch
-from oar._core import dtypes as _dt
-from oar._core.op import resolve_kernel
-from oar._core.program import Program, ValueRef, iter_refs, map_refs
-from oar._core.tensor import Tensor
-from oar._core.threads import num_threads, run_in_parts
+from oar._engine import dtypes as _dt
+from oar._engine import eager as _eager
+from oar._engine.autograd import _set_grad_enabled
+from oar._engine.dispatch import dispatch as _dispatch
+from oar._engine.eager import resolve_kernel
+from oar._engine.inplace import apply_inplace
+from oar._engine.registries import OPS
+from oar._engine.tensor import Tensor
+from oar._engine.threads import num_threads, run_in_parts
+from oar._graph.program import OpNode, Program, ValueRef, iter_refs, map_refs
 from oar.errors import KernelError, OarError
 
 _getrefcount = sys.getrefcount
 # A buffer referenced only by its slot, the local name and getrefcount's argument is free to reuse.
 _FREE_REFS = 3
+
+# Ops whose training replay is not a plain dispatch: control flow runs its blocks' ops one by one
+# (autograd records the path that ran). Filled by oar._graph.control_flow, which defines them.
+REPLAYS: dict[str, Callable] = {}
+
+_observers: list[Callable[[Program, OpNode, list], None]] = []
+
+
+@contextlib.contextmanager
+def observe(fn: Callable[[Program, OpNode, list], None]):
+    """``with observe(fn):`` every inference run of a program (``Executor.run``, a jit.load'ed
+    model, a Predictor) calls ``fn(program, node, outputs)`` after each node, ``outputs`` the
+    node's output arrays (None for one that nothing reads, freed at once). Batches run whole
+    while an observer is active. Nested observers all see every node.
+
+    >>> import oar
+    >>> from oar.jit import to_static
+    >>> from oar.static.passes import observe
+    >>> f = to_static(lambda x: oar.exp(x) * 2.0)
+    >>> _ = f(oar.ones([2]))
+    >>> seen = []
+    >>> with observe(lambda program, node, outputs: seen.append((node.op, outputs[0].max()))):
+    ...     _ = f(oar.ones([2]))
+    >>> [(op, round(float(m), 3)) for op, m in seen]
+    [('exp', 2.718), ('multiply', 5.437)]
+    """
+    _observers.append(fn)
+    try:
+        yield fn
+    finally:
+        _observers.remove(fn)
 
 
 def _version(t: Tensor) -> int:
@@ -147,15 +187,13 @@ class Executor:
     >>> from oar.jit import to_static
     >>> f = to_static(lambda x: (x * 2.0).sum())
     >>> _ = f(oar.ones([3]))
-    >>> from oar._core.executor import Executor
+    >>> from oar.static.passes import Executor
     >>> Executor(f.concrete_program).run([oar.ones([3])]).item()
     6.0
     """
 
     def __init__(self, program: Program, backend: str = "cpu", *, reuse_buffers: bool = True,
                  hoist_parameters: bool = True):
-        from oar._core.dispatch import OPS
-
         self.program = program
         self.backend = backend
         values = program.values
@@ -370,7 +408,7 @@ class Executor:
         structure with new tensors (``stop_gradient=True``) for the computed values."""
         if self._steps is None:
             self._prepare()
-        if self._split:  # a small batch (batch 1) is told apart at the cost of one shape read
+        if self._split and not _observers:  # a small batch (batch 1) is told apart at the cost of one shape read
             first = feeds[0]._data if isinstance(feeds[0], Tensor) else feeds[0]
             if getattr(first, "ndim", 0) and first.shape[0] >= 2 * SPLIT_MIN_ROWS:
                 parts = self._parts(feeds)
@@ -394,7 +432,7 @@ class Executor:
     def run_arrays(self, arrays) -> list:
         """Run for inference on arrays (in feed order); the outputs' arrays as a flat list, in the
         order of the output structure's values. No tensor is made on the way in or out: this is
-        how a control-flow block runs once per loop iteration (``oar._ops.control_flow``), where
+        how a control-flow block runs once per loop iteration (``oar._graph.control_flow``), where
         wrapping and unwrapping cost more than a small body's kernels."""
         if self._steps is None:
             self._prepare()
@@ -412,6 +450,8 @@ class Executor:
         return [env[s].copy() if copy else env[s] for s, copy in self._flat_outputs]
 
     def _execute(self, bound, env: list) -> None:
+        if _observers:
+            return self._execute_observed(bound, env)
         runs, nodes = bound
         pos = 0
         try:
@@ -422,6 +462,20 @@ class Executor:
             raise
         except Exception as exc:
             raise self._explain(nodes[pos], env, exc) from exc
+
+    def _execute_observed(self, bound, env: list) -> None:
+        runs, nodes = bound
+        for run, i in zip(runs, nodes):
+            try:
+                run(env)
+            except OarError:
+                raise
+            except Exception as exc:
+                raise self._explain(i, env, exc) from exc
+            node = self.program.nodes[i]
+            outputs = [env[self.slot[v]] for v in node.outputs]
+            for fn in list(_observers):
+                fn(self.program, node, outputs)
 
     @staticmethod
     def _general_step(step):
@@ -504,9 +558,6 @@ class Executor:
     def replay(self, feeds) -> object:
         """Run every node through the active mode with tensors (autograd records the tape, an
         outer mode such as autocast sees each op), then write back the state updates."""
-        from oar._core.autograd import _set_grad_enabled
-        from oar._ops.inplace import apply_inplace
-
         program = self.program
         env: list = [None] * self.nslots
         for s, t in zip(self.feed_slots, feeds):
@@ -515,13 +566,11 @@ class Executor:
             env[s] = t
         for s, a in self.const_slots:
             env[s] = Tensor._wrap(a, self.backend, True, None, 0, None)
-        dispatch = _dispatch.dispatch
-        if any(n.op in ("cond", "while") for n in program.nodes):
-            from oar._ops.control_flow import replay_dispatch as dispatch  # blocks' ops one by one
+        dispatch = _replay_dispatch if any(n.op in REPLAYS for n in program.nodes) else _dispatch
         frees = {i: self.frees[pos] for pos, i in enumerate(self.main)}
         for i, (node, op) in enumerate(zip(program.nodes, self.ops)):
             args = tuple(env[self.slot[v]] for v in node.inputs)
-            if node.no_grad and _dispatch.grad_enabled:
+            if node.no_grad and _eager.grad_enabled:
                 previous = _set_grad_enabled(False)
                 try:
                     result = dispatch(op, args, dict(node.attrs))
@@ -558,3 +607,9 @@ class Executor:
             return t
 
         return map_refs(program.outputs, tensor)
+
+
+def _replay_dispatch(op, args, attrs):
+    """``dispatch``, except for the ops that replay their own way (``REPLAYS``: control flow)."""
+    replay = REPLAYS.get(op.name)
+    return replay(op, args, attrs) if replay is not None else _dispatch(op, args, attrs)

@@ -12,30 +12,15 @@ import contextlib
 import ctypes
 import os
 from collections.abc import Callable
-from typing import Any
 
-from oar._core.registry import Registry
+from oar._engine.registries import THREAD_CONTROLS
 from oar.errors import ArgumentError
-
-
-class ThreadControls(Registry):
-    """Thread controls by name: ``fn(n: int) -> None`` sets one pool's thread count."""
-
-    def __init__(self):
-        super().__init__("thread control")
-        self.num_threads: int | None = None  # the last count set by oar.set_num_threads
-
-    def register(self, name: str, obj: Callable[[int], Any], *, override: bool = False) -> Any:
-        super().register(name, obj, override=override)
-        if self.num_threads is not None:
-            obj(self.num_threads)
-        return obj
 
 
 def limit_blas_threads(n: int) -> None:
     """Limit numpy's BLAS to ``n`` threads (process-wide) when threadpoolctl is installed."""
     try:
-        from threadpoolctl import threadpool_limits
+        from threadpoolctl import threadpool_limits  # optional dependency: BLAS's thread count
     except ModuleNotFoundError:  # without it BLAS keeps its own setting (OPENBLAS_NUM_THREADS, ...)
         return
     threadpool_limits(limits=n, user_api="blas")  # called, not entered: the limit stays
@@ -50,11 +35,8 @@ def set_num_threads(n: int) -> None:
     """
     if isinstance(n, bool) or not hasattr(n, "__index__") or int(n) < 1:
         raise ArgumentError(f"set_num_threads: n must be a positive int, got {n!r}")
-    from oar.plugins import registries
-
-    controls = registries().thread_controls
-    controls.num_threads = int(n)
-    for _, control in controls.items():
+    THREAD_CONTROLS.num_threads = int(n)
+    for _, control in THREAD_CONTROLS.items():
         control(int(n))
 
 
@@ -77,7 +59,7 @@ def blas_controllers() -> list:
     global _blas_controllers
     if _blas_controllers is None:
         try:
-            import threadpoolctl
+            import threadpoolctl  # optional dependency, as above
         except ModuleNotFoundError:
             _blas_controllers = []
         else:
@@ -167,16 +149,12 @@ _parts_pool_size = 0
 
 def num_threads() -> int:
     """The thread count ``oar.set_num_threads`` set last, or 1 where it was never called."""
-    from oar.plugins import registries
-
-    return registries().thread_controls.num_threads or 1
+    return THREAD_CONTROLS.num_threads or 1
 
 
 def _one_thread_here() -> None:
     """Set this thread's own pools (the controls marked ``per_thread``, numba's) to one thread."""
-    from oar.plugins import registries
-
-    for _, control in registries().thread_controls.items():
+    for _, control in THREAD_CONTROLS.items():
         if getattr(control, "per_thread", False):
             control(1)
 
@@ -190,6 +168,7 @@ def run_in_parts(work, parts: int) -> None:
         work(0)
         return
     if _parts_pool is None or _parts_pool_size < parts - 1:
+        # deferred (import time): concurrent.futures brings logging, and only programs run in parts need it
         from concurrent.futures import ThreadPoolExecutor
 
         _parts_pool = ThreadPoolExecutor(parts - 1, thread_name_prefix="oar-parts", initializer=_one_thread_here)
@@ -201,9 +180,7 @@ def run_in_parts(work, parts: int) -> None:
         try:
             work(0)
         finally:
-            from oar.plugins import registries
-
-            for _, control in registries().thread_controls.items():  # this thread's pools as they were
+            for _, control in THREAD_CONTROLS.items():  # this thread's pools as they were
                 if getattr(control, "per_thread", False):
                     control(threads)
             for future in futures:

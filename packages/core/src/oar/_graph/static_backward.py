@@ -44,7 +44,7 @@ replaying the forward through eager autograd (``Executor.replay``).
 Example::
 
     >>> import oar
-    >>> from oar._core.backward import append_backward
+    >>> from oar._graph.static_backward import append_backward
     >>> f = oar.jit.to_static(lambda x: (oar.exp(x) * x).sum())
     >>> x = oar.ones([3])
     >>> _ = f(x)
@@ -62,9 +62,19 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from oar._core import dispatch as _dispatch
-from oar._core.program import Program, ValueRef, iter_refs
-from oar._core.tensor import Tensor
+from oar._engine import dtypes
+from oar._engine.autograd import _set_grad_enabled
+from oar._engine.dispatch import dispatch, eager_mode
+from oar._engine.op import TensorMeta
+from oar._engine.registries import BACKENDS, OPS
+from oar._engine.tensor import Tensor
+from oar._graph.program import Program, ValueRef, attr_key, iter_refs, program_signature
+from oar._graph.tracing import TracingMode
+from oar._ops.creation import zeros_like
+from oar._ops.elementwise import logical_or
+from oar._ops.indexing import index_select
+from oar._ops.random import get_rng_state, set_rng_state
+from oar._ops.shape import reshape, squeeze
 from oar.errors import GradientError, OarError, ShapeError
 
 # Ops that hold sub-programs (control flow): their gradient is not one rule over tensors.
@@ -157,8 +167,6 @@ def check_derivable(program: Program) -> None:
 
 
 def _check_nodes(program: Program, where: str) -> None:
-    from oar._core.dispatch import OPS
-
     for i, node in enumerate(program.nodes):
         at = f"{where}node #{i} {node.op!r}"
         if node.op in ("cond", "while"):
@@ -185,19 +193,11 @@ def _check_nodes(program: Program, where: str) -> None:
 
 
 def _rng():
-    import sys
-
-    if "oar._ops.random" not in sys.modules:
-        return None
-    from oar._ops.random import get_rng_state
-
     return get_rng_state()
 
 
 def _set_rng(state) -> None:
     if state is not None:
-        from oar._ops.random import set_rng_state
-
         set_rng_state(state)
 
 
@@ -208,10 +208,7 @@ def _is_float(dtype) -> bool:
 def evaluate_forward(program: Program, feeds: Sequence) -> dict[int, Tensor]:
     """Every forward value of ``program`` on ``feeds``, as tensors without autograd; no state is
     written and the random generator is left as it was."""
-    from oar._core.autograd import _set_grad_enabled
-    from oar._core.dispatch import OPS
-
-    eager = _dispatch._mode_stack[0]
+    eager = eager_mode()
     env: dict[int, Tensor] = {}
     for vid, t in zip(program.feeds, feeds):
         env[vid] = Tensor._wrap(t._data, t._backend, True, None, 0, None)
@@ -236,8 +233,6 @@ def evaluate_forward(program: Program, feeds: Sequence) -> dict[int, Tensor]:
 
 def values_needing_grad(program: Program, feeds_need: Sequence[bool], params_need: dict[str, bool]) -> set[int]:
     """The value ids that need a gradient, by eager's rule (see the module docstring)."""
-    from oar._core.dispatch import OPS
-
     need = {vid for vid, n in zip(program.feeds, feeds_need) if n}
     need.update(vid for name, vid in program.params.items() if params_need.get(name))
     for node in program.nodes:
@@ -255,8 +250,6 @@ def append_backward(program: Program, feeds: Sequence[Tensor]) -> BackwardProgra
     values. Raises ``NotDerivable`` when a node has no gradient rule over tensors, or a rule reads
     a traced value into Python.
     """
-    from oar._core.autograd import _set_grad_enabled
-
     check_derivable(program)
     if len(feeds) != len(program.feeds):
         raise ValueError(f"append_backward: {len(feeds)} feeds for a program of {len(program.feeds)}")
@@ -326,8 +319,6 @@ def _array_tensor(array, backend: str) -> Tensor:
 
 def _backward_tracer(program: Program, env: dict[int, Tensor]):
     """A tracer recording into ``program`` whose table maps its forward values to ``env``."""
-    from oar._core.tracing import TracingMode
-
     tracer = TracingMode(program)
     tracer.grad_at_entry = False  # backward nodes are not "no_grad" nodes of the user's function
     for vid, t in env.items():
@@ -353,8 +344,6 @@ class _Grads:
         self.flag: dict[int, Tensor] = {}
 
     def add(self, vid: int, g: Tensor, flag: Tensor | None = None) -> None:
-        from oar._ops.elementwise import logical_or
-
         if vid not in self.value:
             self.value[vid] = g
             if flag is not None:
@@ -371,8 +360,6 @@ class _Grads:
 
     def presence(self, vids) -> Tensor | None:
         """The flag of a gradient computed from the gradients of ``vids`` (those that exist)."""
-        from oar._ops.elementwise import logical_or
-
         flags = []
         for v in vids:
             if v in self.value:
@@ -389,9 +376,6 @@ class _Grads:
 def _sweep(program: Program, env: dict, need: set, grads: _Grads, tracer, backend: str) -> None:
     """Run the gradient rules of ``program``'s nodes in reverse under ``tracer`` (active), summing
     into ``grads``."""
-    from oar._core.dispatch import OPS
-    from oar._ops.creation import zeros_like
-
     for index in range(len(program.nodes) - 1, -1, -1):
         node = program.nodes[index]
         out_grads = [grads.value.get(v) for v in node.outputs]
@@ -442,8 +426,6 @@ def _cond_backward(node, env: dict, need: set, grads: _Grads, tracer, backend: s
     forward cond), then runs the branch's gradient rules. An operand the branch does not reach
     gets zeros with a false flag.
     """
-    from oar._core.dispatch import OPS, dispatch
-
     pred_vid, *operand_vids = node.inputs
     wanted = [i for i, v in enumerate(operand_vids) if v in need]
     operands = [env[v] for v in operand_vids]
@@ -472,8 +454,6 @@ def _branch_backward(block: Program, operands: list, operand_need: list, out_gra
 
 
 def _branch_backward_of(block, operands, operand_need, out_grads, out_flags, wanted, where, backend) -> Program:
-    from oar._ops.creation import zeros_like
-
     env = evaluate_forward(block, operands)
     need = values_needing_grad(block, operand_need, {})
     for vid in need:
@@ -524,8 +504,6 @@ def _fresh(t: Tensor) -> Tensor:
 def _trace_block(feeds: list, build, where: str) -> Program:
     """A closed block traced from ``build()`` (which returns its output tensors) with ``feeds``:
     ``[(tensor, meta, name), ...]``."""
-    from oar._core.tracing import TracingMode
-
     block = Program()
     tracer = TracingMode(block)
     tracer.grad_at_entry = False
@@ -564,8 +542,6 @@ def _drop_unread(block: Program) -> None:
 def _inline(block: Program, tensors: list) -> list:
     """Dispatch ``block``'s nodes on ``tensors`` through the active mode (a tracer records them;
     control-flow nodes stay nodes); its outputs."""
-    from oar._core.dispatch import OPS, dispatch
-
     env = dict(zip(block.feeds, tensors))
     for name, vid in block.constants.items():
         env[vid] = _array_tensor(block.constant_data[name], tensors[0]._backend)
@@ -587,12 +563,6 @@ def _while_backward(node, index: int, env: dict, need: set, grads: _Grads, trace
     gradient carries its has-gradient flag as in ``_cond_backward`` (a parameter the loop never
     reaches -- zero iterations -- gets None, as in eager).
     """
-    from oar._core.dispatch import OPS, dispatch
-    from oar._ops.creation import zeros_like
-    from oar._ops.elementwise import logical_or
-    from oar._ops.indexing import index_select
-    from oar._ops.shape import reshape, squeeze
-
     n = node.attrs["num_loop_vars"]
     body = node.attrs["body_block"]
     loop_in, captured_in = node.inputs[:n], node.inputs[n:]
@@ -616,7 +586,7 @@ def _while_backward(node, index: int, env: dict, need: set, grads: _Grads, trace
     history_ids = [tracer.program.new_value(m.shape, m.dtype).id for m in metas]
     forward.attrs = {**forward.attrs, "history": True}
     forward.outputs = list(forward.outputs) + history_ids
-    eager = _dispatch._mode_stack[0]
+    eager = eager_mode()
     try:
         recorded = eager.apply(OPS.get("while"), tuple(env[v] for v in node.inputs), {**node.attrs, "history": True})
     except ShapeError as exc:  # a loop variable whose dynamic dim changes across iterations
@@ -696,23 +666,16 @@ def _while_backward(node, index: int, env: dict, need: set, grads: _Grads, trace
 
 
 def _bool_meta():
-    from oar._core import dtypes
-    from oar._core.op import TensorMeta
-
     return TensorMeta((), dtypes.bool_)
 
 
 def _first_row(t: Tensor) -> Tensor:
-    from oar._core.dispatch import BACKENDS
-
     a = np.asarray(BACKENDS.get(t._backend).to_numpy(t._data))
     return _array_tensor(a[None].copy(), t._backend)
 
 
 def _output_grads(outputs, env: dict, grads: _Grads, backend: str):
     """The gradients of a control-flow node's outputs, zeros where none flows, with their flags."""
-    from oar._ops.creation import zeros_like
-
     out_grads, out_flags = [], []
     for v in outputs:
         g = grads.value.get(v)
@@ -735,8 +698,6 @@ def generalize_sizes(a: BackwardProgram, b: BackwardProgram) -> bool:
     size that follows the dynamic dim -- becomes -1, inferred at run time. Any other difference (a
     size baked into a constant, as ``mean``'s ``1/N``) leaves ``a`` for its size only.
     """
-    from oar._core.passes import attr_key
-
     pa, pb = a.program, b.program
     if len(pa.nodes) != len(pb.nodes):
         return False
@@ -761,8 +722,6 @@ def generalize_sizes(a: BackwardProgram, b: BackwardProgram) -> bool:
             shape = list(node.attrs["shape"])
             shape[i] = -1
             node.attrs = {"shape": shape}
-    from oar.jit.api import program_signature
-
     if program_signature(pa) != program_signature(pb):
         for (na, nb, _), (attrs_a, attrs_b) in zip(patches, before):
             na.attrs, nb.attrs = attrs_a, attrs_b

@@ -4,10 +4,15 @@ An ``Op`` is one object holding its name, a meta function (shape and dtype infer
 reference numpy kernel, a gradient rule written with oar ops, its traits and its AMP category.
 Eager execution, tracing, autograd, AMP, graph passes and exporters all read this definition.
 
-Kernels live in the ``KernelRegistry`` under the key (op name, backend, dtype) with a priority;
-the reference kernel is registered at priority 0 when the op is registered, and plugins add
-faster kernels above it. The eager dispatcher resolves a kernel once per (backend, dtype) and
-caches it on the op, so a call is a dict lookup.
+Kernels live in the kernel registry (``oar._engine.registries``) under the key (op name,
+backend, dtype) with a priority; the reference kernel is registered at priority 0 when the op is
+registered, and plugins add faster kernels above it. The eager dispatcher resolves a kernel once
+per (backend, dtype) and caches it on the op, so a call is a dict lookup.
+
+How the op is written in another target (numpy writing into a buffer for elementwise fusion, a
+numba expression, ONNX) is a *lowering*, declared next to the op with ``@op.lowering(target)`` or
+registered by a plugin for an op it does not own (``oar_register_op_lowerings``); both land in one
+``(target, op)`` table.
 
 Example -- an op and its gradient, side by side::
 
@@ -26,9 +31,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from oar._core import dtypes as _dt
-from oar._core.registry import Registry, current_source, ensure_plugins_loaded
-from oar.errors import DTypeError, RegistryError
+from oar._engine import dtypes as _dt
+from oar._engine.dispatch import dispatch
 
 # Kernel priorities: the numpy reference is the floor, plugins register above it.
 REFERENCE_PRIORITY = 0
@@ -38,6 +42,10 @@ PLUGIN_PRIORITY = 100
 AMP_LOW_PRECISION = "low_precision"  # run in float16/bfloat16 under autocast (matmul, conv)
 AMP_FP32 = "fp32"  # always run in float32 (exp, log, softmax, losses, reductions)
 AMP_PROMOTE = "promote"  # run in the widest dtype among the inputs (elementwise, shape ops)
+
+# The lowering target of core's elementwise fusion: ``fn(*arrays, out=buffer_or_None, **attrs)``
+# computes the op into ``out`` when given (a temporary of the chain that dies at this step).
+NUMPY_OUT = "numpy_out"
 
 KNOWN_TRAITS = frozenset({
     "elementwise",  # output[i] depends on input[i] only (after broadcasting): fusable
@@ -49,6 +57,7 @@ KNOWN_TRAITS = frozenset({
     "random",  # draws from the global generator
     "inplace",  # writes into its first input
     "creation",  # makes a tensor from attributes only
+    "fusible",  # elementwise with numpy broadcasting, float in -> same float out: elementwise fusion may chain it
 })
 
 
@@ -75,6 +84,11 @@ def axis_not_batch(attr: str) -> Callable[[dict, list, list], bool]:
     return rule
 
 
+def fmt_shape(shape) -> str:
+    """A shape as errors print it: ``[?, 3]`` (``?`` for a dynamic dim)."""
+    return "[" + ", ".join("?" if d is None else str(d) for d in shape) + "]"
+
+
 class TensorMeta(NamedTuple):
     """What tracing knows about a value: its shape (``None`` for a dynamic dim) and dtype."""
 
@@ -82,8 +96,7 @@ class TensorMeta(NamedTuple):
     dtype: _dt.DType
 
     def __repr__(self) -> str:
-        dims = ", ".join("?" if d is None else str(d) for d in self.shape)
-        return f"{self.dtype.name}[{dims}]"
+        return f"{self.dtype.name}{fmt_shape(self.shape)}"
 
 
 class Op:
@@ -108,11 +121,16 @@ class Op:
             for ops where the attributes decide (an axis other than 0). Elementwise ops are per
             sample by their trait. The executor runs the batch of an inference program whose
             ops are all per sample in parts on several threads (``Executor``).
+        lowerings: ``{target: how this op is written there}``, as ``@op.lowering(target)`` adds.
+        paddle: the Paddle API names this op serves, where the op's own name is not one of them
+            (``conv`` serves ``nn.functional.conv1d``, ``conv2d`` and ``conv3d``); ``()`` for an
+            op of programs and gradients only. The op name is what saved programs, passes,
+            kernels and lowerings key on: ``docs/ops.md`` lists every op with its Paddle names.
     """
 
     __slots__ = (
         "name", "reference", "meta", "grad", "traits", "amp", "float_only", "promote", "dtypes",
-        "num_outputs", "nondiff_inputs", "view", "per_sample", "_kernels", "__weakref__",
+        "num_outputs", "nondiff_inputs", "view", "per_sample", "lowerings", "paddle", "_kernels", "__weakref__",
     )
 
     def __init__(
@@ -130,6 +148,8 @@ class Op:
         num_outputs: int | None = 1,
         nondiff_inputs: Iterable[int] = (),
         per_sample: bool | Callable[[dict, list, list], bool] = False,
+        lowerings: dict[str, Any] | None = None,
+        paddle: Iterable[str] | None = None,
     ):
         traits = frozenset(traits)
         unknown = traits - KNOWN_TRAITS
@@ -153,6 +173,8 @@ class Op:
         self.num_outputs = num_outputs
         self.nondiff_inputs = frozenset(nondiff_inputs)
         self.per_sample = per_sample
+        self.lowerings: dict[str, Any] = dict(lowerings or {})  # target -> how this op is written there
+        self.paddle = None if paddle is None else tuple(paddle)
         self._kernels: dict[tuple[str, np.dtype], Callable[..., Any]] = {}
 
     @property
@@ -169,152 +191,23 @@ class Op:
         self.grad = rule
         return rule
 
-    def __call__(self, *inputs, **attrs):
-        from oar._core.dispatch import dispatch
+    def lowering(self, target: str) -> Callable[[Any], Any]:
+        """Decorator: how this op is written in ``target``, registered with the op.
 
+        Core's elementwise fusion reads target ``"numpy_out"``: ``fn(*arrays, out=buffer_or_None,
+        **attrs)`` writes the result into ``out`` when given. Other targets are their consumer's
+        (oar-numba's ``"numba"``, oar-onnx's ``"onnx"``); ``oar.ops.lowering(target, op_name)``
+        reads any of them.
+        """
+
+        def register(fn):
+            self.lowerings[target] = fn
+            return fn
+
+        return register
+
+    def __call__(self, *inputs, **attrs):
         return dispatch(self, inputs, attrs)
 
     def __repr__(self) -> str:
         return f"<oar op {self.name}>"
-
-
-class OpRegistry(Registry):
-    """All ops by name. Registering an op also registers its reference kernel on ``cpu``."""
-
-    def __init__(self, kernels: KernelRegistry):
-        super().__init__("op")
-        self._kernel_registry = kernels
-
-    def add(self, op: Op, *, override: bool = False) -> Op:
-        """Register ``op`` (an ``Op``) and its reference kernel."""
-        if not isinstance(op, Op):
-            raise RegistryError(f"op registry: expected an oar Op, got {type(op).__name__}")
-        self.register(op.name, op, override=override)
-        self._kernel_registry.register(
-            op.name, "cpu", op.reference, dtypes=op.dtypes, priority=REFERENCE_PRIORITY
-        )
-        return op
-
-    def remove_source(self, source: str) -> None:
-        super().remove_source(source)
-
-
-class KernelEntry(NamedTuple):
-    priority: int
-    dtypes: frozenset | None
-    fn: Callable[..., Any]
-    source: str
-
-
-class KernelRegistry:
-    """Kernels keyed by (op name, backend, dtype), each with a priority; the highest wins.
-
-    >>> import numpy as np
-    >>> from oar.plugins import registries
-    >>> kernels = registries().kernels
-    >>> kernels.register("exp", "cpu", np.exp, dtypes=["float32"], priority=50)  # doctest: +SKIP
-    """
-
-    def __init__(self):
-        self._table: dict[tuple[str, str], list[KernelEntry]] = {}
-        self._ops: OpRegistry | None = None
-
-    def register(
-        self,
-        op: str,
-        backend: str,
-        fn: Callable[..., Any],
-        *,
-        dtypes: Iterable[Any] | None = None,
-        priority: int = PLUGIN_PRIORITY,
-    ) -> Callable[..., Any]:
-        """Register ``fn`` as the kernel of ``op`` on ``backend`` for ``dtypes`` (all if None)."""
-        dts = frozenset(_dt.get_dtype(d) for d in dtypes) if dtypes is not None else None
-        entries = self._table.setdefault((op, backend), [])
-        entries.append(KernelEntry(priority, dts, fn, current_source()))
-        entries.sort(key=lambda e: -e.priority)
-        self._invalidate(op)
-        return fn
-
-    def _invalidate(self, op_name: str) -> None:
-        if self._ops is not None:
-            op = self._ops._entries.get(op_name)
-            if op is not None:
-                op._kernels.clear()
-
-    def candidates(self, op: str, backend: str) -> list[KernelEntry]:
-        ensure_plugins_loaded()
-        return list(self._table.get((op, backend), ()))
-
-    def lookup(self, op: str, backend: str, dtype: _dt.DType) -> KernelEntry | None:
-        """The highest-priority kernel of ``op`` on ``backend`` that supports ``dtype``, or None."""
-        for entry in self.candidates(op, backend):
-            if entry.dtypes is None or dtype in entry.dtypes:
-                return entry
-        return None
-
-    def backends_of(self, op: str) -> list[str]:
-        return sorted({b for (o, b) in self._table if o == op})
-
-    def names_from(self, source: str) -> list[str]:
-        return sorted({f"{op}@{backend}" for (op, backend), es in self._table.items() for e in es if e.source == source})
-
-    def remove_source(self, source: str) -> None:
-        for key, entries in self._table.items():
-            kept = [e for e in entries if e.source != source]
-            if len(kept) != len(entries):
-                entries[:] = kept
-                self._invalidate(key[0])
-
-
-def _cast_outputs(out, np_dtype):
-    if isinstance(out, tuple):
-        return tuple(o.astype(np_dtype) if o.dtype.kind == "f" else o for o in out)
-    return out.astype(np_dtype) if out.dtype.kind == "f" else out
-
-
-def resolve_kernel(op: Op, backend: str, np_dtype: np.dtype) -> Callable[..., Any]:
-    """Find the kernel for (op, backend, dtype), wrapping it for dtypes it computes in another.
-
-    Called on a cache miss only; the result is cached on the op.
-    """
-    from oar._core.dispatch import KERNELS, OPS
-
-    if op.name not in OPS._entries:
-        ensure_plugins_loaded()
-        if op.name not in OPS._entries:
-            raise RegistryError(
-                f"op {op.name!r} is not registered: the package that defines it did not register it "
-                f"through the 'oar' plugin entry points (is it installed with pip, and not blocked by "
-                f"OAR_DISABLE_PLUGINS?)"
-            )
-    dtype = _dt.NP_TO_DTYPE.get(np_dtype)
-    if dtype is None:
-        raise DTypeError(f"op {op.name!r}: unsupported dtype {np_dtype}")
-    entry = KERNELS.lookup(op.name, backend, dtype)
-    if entry is not None:
-        kernel = entry.fn
-    elif op.float_only and not dtype.is_floating:
-        # Integer and bool inputs of float math (exp, sin, mean, ...) compute in the default float.
-        inner = resolve_kernel(op, backend, _dt.default_float().np)
-        target = _dt.default_float().np
-
-        def kernel(*arrays, **attrs):
-            return inner(*(a.astype(target) for a in arrays), **attrs)
-    elif dtype in (_dt.float16, _dt.bfloat16) and KERNELS.lookup(op.name, backend, _dt.float32):
-        inner = KERNELS.lookup(op.name, backend, _dt.float32).fn
-
-        def kernel(*arrays, **attrs):
-            up = (a.astype(np.float32) if a.dtype == np_dtype else a for a in arrays)
-            return _cast_outputs(inner(*up, **attrs), np_dtype)
-    else:
-        supported = sorted({d.name for e in KERNELS.candidates(op.name, backend) for d in (e.dtypes or _dt.ALL_DTYPES)})
-        if not supported:
-            backends = KERNELS.backends_of(op.name)
-            raise DTypeError(
-                f"op {op.name!r} has no kernel on backend {backend!r} (it has kernels on {backends}); "
-                f"install the plugin that provides {backend!r} kernels"
-            )
-        raise DTypeError(f"op {op.name!r} does not support dtype {dtype.name}; supported: {supported}")
-    op._kernels[(backend, np_dtype)] = kernel
-    return kernel

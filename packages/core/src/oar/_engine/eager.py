@@ -1,130 +1,82 @@
-"""Binding an op call: the mode stack and the eager executor.
-
-``dispatch(op, inputs, attrs)`` hands the call to the mode on top of the stack. The bottom mode
-is ``EagerMode``: it runs the kernel now and records a tape node when a gradient is needed.
-Tracing (to_static) and wrappers such as autocast push their own mode, which may rewrite the
-call and delegate to the mode below (``Mode.apply_below``).
+"""Eager execution, the bottom of the mode stack: kernel resolution, running, recording the tape.
 
 The eager path is the hottest code in oar: it does a cached dict lookup for the kernel, calls
 it, and does no autograd work unless an input needs a gradient. Shape and dtype validation by
 the op's meta function runs only when a kernel raises, to turn a numpy error into an error in the
-user's terms.
+user's terms (``explain_failure``).
+
+Ops with ``promote=True`` get inputs of one dtype (``PROMOTION_TABLE``): the engine casts the
+others with core's ``cast`` op, looked up in the op registry, so the cast is recorded on the tape
+like any op and the engine imports no op definition.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from oar._core import dtypes as _dt
-from oar._core.op import KernelRegistry, Op, OpRegistry, TensorMeta, resolve_kernel
-from oar._core.registry import Registry
-from oar.errors import DeviceError, KernelError, OarError
-
-# The registries every plugin fills; ``oar.plugins.registries()`` hands them out.
-KERNELS = KernelRegistry()
-OPS = OpRegistry(KERNELS)
-KERNELS._ops = OPS
-BACKENDS = Registry("backend")
+from oar._engine import dtypes as _dt
+from oar._engine.device import current_device
+from oar._engine.dispatch import Mode, _mode_stack, dispatch
+from oar._engine.op import Op, TensorMeta
+from oar._engine.registries import KERNELS, OPS
+from oar._engine.tape import Node
+from oar._engine.tensor import Tensor
+from oar.errors import DeviceError, DTypeError, KernelError, OarError, RegistryError
 
 grad_enabled = True  # read on every op call: a module global is the fastest lookup
+_wrap = Tensor._wrap
 
 
-class Backend:
-    """Storage and basic allocation of one device kind; kernels are registered separately.
+def _cast_outputs(out, np_dtype):
+    if isinstance(out, tuple):
+        return tuple(o.astype(np_dtype) if o.dtype.kind == "f" else o for o in out)
+    return out.astype(np_dtype) if out.dtype.kind == "f" else out
 
-    Subclass this in a plugin and register it with ``oar_register_backends``.
+
+def resolve_kernel(op: Op, backend: str, np_dtype: np.dtype) -> Callable[..., Any]:
+    """Find the kernel for (op, backend, dtype), wrapping it for dtypes it computes in another.
+
+    Called on a cache miss only; the result is cached on the op.
     """
+    if OPS.lookup(op.name) is None:  # imports a lazily registered op, registering its kernels
+        raise RegistryError(
+            f"op {op.name!r} is not registered: the package that defines it did not register it "
+            f"through the 'oar' plugin entry points (is it installed with pip, and not blocked by "
+            f"OAR_DISABLE_PLUGINS?)"
+        )
+    dtype = _dt.NP_TO_DTYPE.get(np_dtype)
+    if dtype is None:
+        raise DTypeError(f"op {op.name!r}: unsupported dtype {np_dtype}")
+    entry = KERNELS.lookup(op.name, backend, dtype)
+    if entry is not None:
+        kernel = entry.fn
+    elif op.float_only and not dtype.is_floating:
+        # Integer and bool inputs of float math (exp, sin, mean, ...) compute in the default float.
+        inner = resolve_kernel(op, backend, _dt.default_float().np)
+        target = _dt.default_float().np
 
-    name = "cpu"
+        def kernel(*arrays, **attrs):
+            return inner(*(a.astype(target) for a in arrays), **attrs)
+    elif dtype in (_dt.float16, _dt.bfloat16) and KERNELS.lookup(op.name, backend, _dt.float32):
+        inner = KERNELS.lookup(op.name, backend, _dt.float32).fn
 
-    def is_available(self) -> bool:
-        return True
-
-    def device_count(self) -> int:
-        return 1
-
-    def from_numpy(self, array: np.ndarray):
-        return array
-
-    def to_numpy(self, data) -> np.ndarray:
-        return data
-
-    def zeros(self, shape, np_dtype):
-        return np.zeros(shape, np_dtype)
-
-    def full(self, shape, value, np_dtype):
-        return np.full(shape, value, np_dtype)
-
-
-class CPUBackend(Backend):
-    """The numpy backend of core."""
-
-    name = "cpu"
-
-
-# glibc's malloc returns freed blocks of more than 128 KiB to the kernel, and the top of its heap
-# once more than twice that is free; a training step allocates and frees its activations (MiBs
-# each) every step, so every step page-faults them in again (a third of LeNet's step measured so,
-# 14.7 -> 11.4 ms). Keeping freed memory in the heap makes the next step reuse it, as Paddle's
-# CPU allocator and torch's caching allocators do. Up to KEEP_FREED_BYTES of free heap is kept.
-MMAP_THRESHOLD_BYTES = 32 << 20  # glibc's largest allowed; bigger blocks are still mapped
-KEEP_FREED_BYTES = 512 << 20
-_MALLOPT_SETTINGS = ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_TOP_PAD_", "GLIBC_TUNABLES")
-
-
-def keep_freed_memory(environ=None) -> bool:
-    """Tune glibc's malloc to keep freed memory for reuse (see above); True where it did.
-
-    Nothing changes where the user tuned malloc through the environment, set
-    ``OAR_KEEP_FREED_MEMORY=0``, or the C library is not glibc.
-    """
-    import os
-    import sys
-
-    environ = os.environ if environ is None else environ
-    if environ.get("OAR_KEEP_FREED_MEMORY", "1") == "0" or any(k in environ for k in _MALLOPT_SETTINGS):
-        return False
-    if not sys.platform.startswith("linux"):
-        return False
-    import ctypes
-
-    try:
-        libc = ctypes.CDLL(None)
-        mallopt = libc.mallopt
-        libc.gnu_get_libc_version  # noqa: B018 - glibc only: musl has no M_* of these numbers
-    except (OSError, AttributeError):
-        return False
-    m_trim_threshold, m_mmap_threshold = -1, -3  # from glibc's malloc.h
-    return bool(mallopt(m_mmap_threshold, MMAP_THRESHOLD_BYTES)) and bool(mallopt(m_trim_threshold, KEEP_FREED_BYTES))
-
-
-keep_freed_memory()
-
-
-class Mode:
-    """A way of binding op calls; modes stack (``with mode: ...``)."""
-
-    def apply(self, op: Op, inputs: tuple, attrs: dict):
-        raise NotImplementedError
-
-    def apply_below(self, op: Op, inputs: tuple, attrs: dict):
-        """Delegate to the mode under this one on the stack."""
-        index = _mode_stack.index(self)
-        return _mode_stack[index - 1].apply(op, inputs, attrs)
-
-    def rebind(self, target, result) -> None:
-        """``target`` was just overwritten in place with ``result``'s value (``apply_inplace``);
-        a mode that tracks tensors (to_static's tracer) follows it. Most modes ignore it."""
-
-    def __enter__(self):
-        _mode_stack.append(self)
-        return self
-
-    def __exit__(self, *exc):
-        _mode_stack.remove(self)
-        return False
+        def kernel(*arrays, **attrs):
+            up = (a.astype(np.float32) if a.dtype == np_dtype else a for a in arrays)
+            return _cast_outputs(inner(*up, **attrs), np_dtype)
+    else:
+        supported = sorted({d.name for e in KERNELS.candidates(op.name, backend) for d in (e.dtypes or _dt.ALL_DTYPES)})
+        if not supported:
+            backends = KERNELS.backends_of(op.name)
+            raise DTypeError(
+                f"op {op.name!r} has no kernel on backend {backend!r} (it has kernels on {backends}); "
+                f"install the plugin that provides {backend!r} kernels"
+            )
+        raise DTypeError(f"op {op.name!r} does not support dtype {dtype.name}; supported: {supported}")
+    op._kernels[(backend, np_dtype)] = kernel
+    return kernel
 
 
 def _describe(inputs) -> str:
@@ -154,10 +106,9 @@ def _promote_inputs(op: Op, inputs: tuple) -> tuple:
             continue
         d = _dt.NP_TO_DTYPE[t._data.dtype]
         target = d if target is None else _dt.PROMOTION_TABLE[target, d]
-    from oar._ops.elementwise import cast
-
+    cast = OPS.get("cast")
     return tuple(
-        t if i in op.nondiff_inputs or t._data.dtype == target.np else cast(t, target)
+        t if i in op.nondiff_inputs or t._data.dtype == target.np else dispatch(cast, (t,), {"dtype": target.name})
         for i, t in enumerate(inputs)
     )
 
@@ -167,8 +118,8 @@ class EagerMode(Mode):
 
     def apply(self, op: Op, inputs: tuple, attrs: dict):
         # The hottest calls (x + y, x.exp(), x.sum(), a linear layer): one to three inputs of one
-        # device and dtype, a kernel found before. No promotion or device loops: x + y on [1]
-        # 1.35 -> 1.06 us here.
+        # device and dtype, a kernel found before, take this path without the promotion and
+        # device loops below.
         n = len(inputs)
         kernel = None
         if n == 1:
@@ -286,8 +237,6 @@ def _share_versions(inputs, outputs) -> None:
 
 
 def _record(op, attrs, inputs, outs, backend):
-    from oar._core.autograd import Node
-
     if len(outs) == 1:  # the common case, without the generator below
         out, vc = outs[0], [0]
         node = Node(op, attrs, inputs, outs, (vc,), backend)
@@ -300,65 +249,8 @@ def _record(op, attrs, inputs, outs, backend):
     )
 
 
-def _wrap(data, backend, stop_gradient, node, out_index, vc):
-    """Replaced by ``Tensor._wrap`` when ``oar._core.tensor_methods`` binds the Tensor class."""
-    from oar._core.tensor import Tensor
-
-    return Tensor._wrap(data, backend, stop_gradient, node, out_index, vc)
-
-
-def bind_tensor_class(tensor_class) -> None:
-    global _wrap
-    _wrap = tensor_class._wrap
-
-
 def _places(inputs) -> str:
     return ", ".join(f"input {i} on {t._backend}" for i, t in enumerate(inputs))
 
 
-_mode_stack: list[Mode] = [EagerMode()]
-
-
-def dispatch(op: Op, inputs: tuple, attrs: dict) -> Any:
-    """Bind one call of ``op`` in the active mode."""
-    return _mode_stack[-1].apply(op, inputs, attrs)
-
-
-def current_mode() -> Mode:
-    return _mode_stack[-1]
-
-
-# ------------------------------------------------------------------------------------------
-# devices
-# ------------------------------------------------------------------------------------------
-_current_device = ["cpu"]
-
-
-def current_device() -> str:
-    return _current_device[0]
-
-
-def set_device(device: str) -> str:
-    """Select the device new tensors go to: ``'cpu'`` or ``'gpu'``/``'gpu:0'`` (needs oar-triton).
-
-    >>> import oar
-    >>> oar.set_device("cpu")
-    'cpu'
-    """
-    name = str(device).split(":")[0].lower()
-    if name == "cuda":
-        name = "gpu"
-    if name not in BACKENDS:
-        known = ", ".join(BACKENDS)
-        hint = " Install the oar-triton plugin (pip install oar-triton) for GPU support." if name == "gpu" else ""
-        raise DeviceError(f"set_device: no backend {name!r} is installed (installed: {known}).{hint}")
-    backend = BACKENDS.get(name)
-    if not backend.is_available():
-        raise DeviceError(f"set_device: backend {name!r} is installed but no {name} device is available here")
-    _current_device[0] = name
-    return str(device)
-
-
-def get_device() -> str:
-    """The current device as a string, e.g. ``'cpu'``."""
-    return _current_device[0]
+_mode_stack.insert(0, EagerMode())

@@ -2,18 +2,23 @@
 
 A tensor holds its backend's array (a numpy array on ``cpu``), ``stop_gradient`` (True for user
 tensors, False for parameters, as in Paddle), and -- when an op that needs a gradient made it --
-the tape node that made it. Math methods (``x.exp()``, ``x + y``) are bound in
-``oar._core.tensor_methods`` to the same ops as ``oar.exp`` and ``oar.add``.
+the tape node that made it. This class holds what needs no op: properties, conversion to numpy
+and Python, gradients' storage and hooks, ``set_value``. Methods that call ops (``x.exp()``,
+``x + y``, ``x.to(...)``, iteration) are bound by the op definitions (``oar._ops.tensor_methods``)
+to the same ops as ``oar.exp`` and ``oar.add``; ``backward`` is bound by ``oar._engine.autograd``.
 """
 
 from __future__ import annotations
 
 import itertools
+import weakref
 
 import numpy as np
 
-from oar._core import dtypes as _dt
-from oar.errors import ArgumentError, DeviceError, DTypeError, GradientError, ShapeError
+from oar._engine import dtypes as _dt
+from oar._engine.device import Place, backend_for
+from oar._engine.registries import BACKENDS
+from oar.errors import ArgumentError, DTypeError, GradientError, ShapeError
 
 _name_counter = itertools.count()
 
@@ -21,51 +26,6 @@ _name_counter = itertools.count()
 # ``item()``, ``float()``, ``bool()``, ...): to_static's tracer puts a check here that turns a
 # read of a traced value into a graph break instead of a value baked into the program.
 DATA_WATCHERS: list = []
-
-
-class Place:
-    """Where a tensor lives: ``Place(cpu)``; ``oar.CPUPlace()`` and ``oar.CUDAPlace(0)`` make one."""
-
-    __slots__ = ("backend", "index")
-
-    def __init__(self, backend: str = "cpu", index: int = 0):
-        self.backend = backend
-        self.index = index
-
-    def is_cpu_place(self) -> bool:
-        return self.backend == "cpu"
-
-    def is_gpu_place(self) -> bool:
-        return self.backend == "gpu"
-
-    def get_device_id(self) -> int:
-        return self.index
-
-    def __eq__(self, other) -> bool:
-        return isinstance(other, Place) and (self.backend, self.index) == (other.backend, other.index)
-
-    def __hash__(self) -> int:
-        return hash((self.backend, self.index))
-
-    def __repr__(self) -> str:
-        return "Place(cpu)" if self.backend == "cpu" else f"Place({self.backend}:{self.index})"
-
-
-def CPUPlace() -> Place:  # noqa: N802 - Paddle's name
-    return Place("cpu")
-
-
-def CUDAPlace(index: int = 0) -> Place:  # noqa: N802 - Paddle's name
-    return Place("gpu", index)
-
-
-def _place_backend(place) -> str | None:
-    if place is None:
-        return None
-    if isinstance(place, Place):
-        return place.backend
-    name = str(place).split(":")[0].lower()
-    return "gpu" if name == "cuda" else name
 
 
 class _HookHandle:
@@ -146,7 +106,7 @@ class Tensor:
 
     def numel(self) -> Tensor:
         """The number of elements as a 0-d int64 tensor (``x.size`` is the same as an int)."""
-        return Tensor._wrap(np.asarray(self._data.size, np.int64), "cpu", True, None, 0, None)._to_backend(self._backend)
+        return _from_numpy(np.asarray(self._data.size, np.int64), self._backend)
 
     def ndimension(self) -> int:
         return self._data.ndim
@@ -194,8 +154,6 @@ class Tensor:
             DATA_WATCHERS[-1](self)
         if self._backend == "cpu":
             return self._data
-        from oar._core.dispatch import BACKENDS
-
         return BACKENDS.get(self._backend).to_numpy(self._data)
 
     def __array__(self, dtype=None, copy=None):
@@ -237,13 +195,6 @@ class Tensor:
             raise TypeError("len() of a 0-d tensor")
         return self._data.shape[0]
 
-    def __iter__(self):
-        if self._data.ndim == 0:
-            raise TypeError("iteration over a 0-d tensor")
-        from oar._ops.shape import unbind
-
-        yield from unbind(self, 0)  # one op for all rows, each differentiable
-
     def __hash__(self) -> int:
         return id(self)
 
@@ -267,23 +218,17 @@ class Tensor:
                 "deepcopy: only leaf tensors can be deep-copied (this one was computed by op "
                 f"{self._node.op.name!r} and holds its graph); deep-copy x.detach() instead"
             )
-        t = Tensor._wrap(self.numpy().copy(), "cpu", self.stop_gradient, None, 0, None)._to_backend(self._backend)
+        t = _from_numpy(self.numpy().copy(), self._backend)
         t.stop_gradient = self.stop_gradient
         t.persistable = self.persistable
         if self._name is not None:
             t._name = f"{self._name}_deepcopy"
         if self._grad is not None:
-            t._grad = Tensor._wrap(self._grad.numpy().copy(), "cpu", True, None, 0, None)._to_backend(self._backend)
+            t._grad = _from_numpy(self._grad.numpy().copy(), self._backend)
         memo[id(self)] = t
         return t
 
-    # -- autograd -----------------------------------------------------------------------------
-    def backward(self, grad_tensor: Tensor | None = None, retain_graph: bool = False) -> None:
-        """Accumulate d(self)/d(leaf) into every leaf's ``.grad`` (a scalar loss needs no grad_tensor)."""
-        from oar._core.autograd import backward
-
-        backward([self], None if grad_tensor is None else [grad_tensor], retain_graph=retain_graph)
-
+    # -- autograd (``backward`` is bound by oar._engine.autograd) ----------------------------------
     def clear_gradient(self, set_to_zero: bool = True) -> None:
         """Zero the gradient in place (Paddle's default), or drop it with ``set_to_zero=False``."""
         grad = self._grad
@@ -292,8 +237,6 @@ class Tensor:
         elif type(grad._data) is np.ndarray and grad._data.flags.writeable:
             grad._data[...] = 0
         else:  # a read-only or device gradient: replace it by zeros
-            from oar._core.dispatch import BACKENDS
-
             zeros = BACKENDS.get(grad._backend).zeros(tuple(grad._data.shape), grad._data.dtype)
             self._grad = Tensor._wrap(zeros, grad._backend, True, None, 0, None)
 
@@ -337,8 +280,6 @@ class Tensor:
 
     def retain_grads(self) -> None:
         """Keep the gradient of this non-leaf tensor in ``.grad`` after backward."""
-        import weakref
-
         if self._node is None:
             return
         node = self._node
@@ -389,55 +330,16 @@ class Tensor:
         elif self._backend == "cpu":  # a read-only or borrowed buffer: the tensor gets its own
             self._set_buffer(np.array(array))
         else:
-            from oar._core.dispatch import BACKENDS
-
             self._set_buffer(BACKENDS.get(self._backend).from_numpy(np.array(array)))
         self._bump_version()
         return self
 
-    # -- devices ------------------------------------------------------------------------------
-    def cpu(self) -> Tensor:
-        return self._to_backend("cpu")
 
-    def cuda(self, device_id=None, blocking=True) -> Tensor:
-        return self._to_backend("gpu")
-
-    def _to_backend(self, backend: str) -> Tensor:
-        if backend == self._backend:
-            return self
-        from oar._ops.elementwise import to_device
-
-        return to_device(self, backend)
-
-    def to(self, *args, **kwargs) -> Tensor:
-        """``x.to('cpu')``, ``x.to('float64')``, ``x.to(device='cpu', dtype='float32')``."""
-        device = kwargs.pop("device", None)
-        dtype = kwargs.pop("dtype", None)
-        kwargs.pop("blocking", None)
-        if kwargs:
-            raise ArgumentError(f"Tensor.to: unexpected arguments {sorted(kwargs)}")
-        for a in args:
-            if isinstance(a, (Place,)) or (isinstance(a, str) and _place_backend(a) in ("cpu", "gpu")):
-                device = a
-            else:
-                dtype = a
-        out = self
-        if device is not None:
-            out = out._to_backend(_place_backend(device))
-        if dtype is not None:
-            out = out.astype(dtype)
-        return out
-
-
-def _backend_for(place, fn: str) -> str:
-    """The backend a tensor made by ``fn`` goes to, or a DeviceError saying what to install."""
-    from oar._core.dispatch import BACKENDS, current_device
-
-    backend = _place_backend(place) or current_device()
-    if backend != "cpu" and backend not in BACKENDS:
-        hint = " Install the oar-triton plugin (pip install oar-triton) for GPU support." if backend == "gpu" else ""
-        raise DeviceError(f"{fn}: place {place!r} needs the {backend!r} backend, which is not installed.{hint}")
-    return backend
+def _from_numpy(array: np.ndarray, backend: str) -> Tensor:
+    """A new constant tensor of ``array`` on ``backend``."""
+    if backend != "cpu":
+        array = BACKENDS.get(backend).from_numpy(array)
+    return Tensor._wrap(array, backend, True, None, 0, None)
 
 
 def to_tensor(data, dtype=None, place=None, stop_gradient: bool = True) -> Tensor:
@@ -454,9 +356,7 @@ def to_tensor(data, dtype=None, place=None, stop_gradient: bool = True) -> Tenso
     >>> oar.to_tensor(np.zeros(2)).dtype
     oar.float64
     """
-    from oar._core.dispatch import BACKENDS
-
-    backend = _backend_for(place, "to_tensor")
+    backend = backend_for(place, "to_tensor")
     target = None
     if dtype is not None:
         try:

@@ -28,12 +28,16 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import json
 import os
+import zlib
 
 import numpy as np
 
-from oar._core import dtypes as _dt
-from oar._core.tensor import Tensor
+from oar._engine import dtypes as _dt
+from oar._engine.device import current_device
+from oar._engine.tensor import Tensor, _from_numpy
+from oar._version import __version__
 from oar.errors import ArgumentError, SerializationError
 
 FORMAT = "oar.save"
@@ -140,11 +144,6 @@ class _Encoder:
 
 
 def _metadata(obj) -> tuple[dict[str, np.ndarray], dict[str, str]]:
-    import json
-    import zlib
-
-    from oar import __version__
-
     encoder = _Encoder()
     structure = encoder.encode(obj, ())
     checksums = {name: zlib.crc32(array) for name, array in encoder.arrays.items()}
@@ -168,8 +167,6 @@ def _write_safetensors(f, arrays: dict[str, np.ndarray], metadata: dict[str, str
     the 8-byte-padded header, as the safetensors library lays them out; ``oar.load`` reads the
     file back through the safetensors library, which validates the layout.
     """
-    import json
-
     order = sorted(arrays, key=lambda name: -arrays[name].dtype.itemsize)
     header: dict = {"__metadata__": metadata}
     offset = 0
@@ -280,8 +277,6 @@ def _foreign_hint(data: bytes) -> str:
 
 
 def _decode_header(data: bytes, where: str) -> dict:
-    import json
-
     if len(data) < 9:
         raise SerializationError(f"{where}: the file has {len(data)} bytes, too short for a file written by oar.save "
                                  f"(truncated, or not an oar file)")
@@ -303,8 +298,6 @@ def _decode_header(data: bytes, where: str) -> dict:
 
 
 def _read_metadata(header: dict, where: str) -> tuple:
-    import json
-
     metadata = header.get("__metadata__")
     if not isinstance(metadata, dict) or metadata.get("format") != FORMAT:
         raise SerializationError(
@@ -331,9 +324,7 @@ def _read_metadata(header: dict, where: str) -> tuple:
 
 
 def _read_arrays(data: bytes, checksums: dict, where: str) -> dict[str, np.ndarray]:
-    import zlib
-
-    from safetensors import deserialize
+    from safetensors import deserialize  # deferred (import time): only a load reads the format
 
     try:
         entries = deserialize(data)
@@ -402,9 +393,7 @@ class _Decoder:
             if self.return_numpy:
                 result = array
             else:
-                from oar._core.dispatch import current_device
-
-                result = Tensor._wrap(array, "cpu", True, None, 0, None)._to_backend(current_device())
+                result = _from_numpy(array, current_device())
                 if "name" in node:
                     result.name = str(node["name"])
             self.tensors[value] = result

@@ -1,13 +1,11 @@
 """Reverse-mode autograd on a tape of ``Node``s.
 
-Each op call that needs a gradient records one ``Node``: the op, its attributes, its input
-tensors and its output arrays. ``backward`` walks the nodes reachable from the loss in
+Each op call that needs a gradient records one ``Node`` (``oar._engine.tape``): the op, its
+attributes, its input tensors and its output arrays. ``backward`` walks the nodes reachable from the loss in
 topological order with an explicit queue (no recursion, so a 10,000-op chain is fine), calls each
 op's gradient rule -- itself written with oar ops, so ``create_graph=True`` differentiates it
-again -- and frees each node's saved values as soon as it has run.
-
-In-place ops bump a tensor's version counter; a gradient rule that reads a saved tensor whose
-version changed raises ``GradientError`` instead of computing a wrong gradient.
+again -- and frees each node's saved values as soon as it has run. This module also binds
+``Tensor.backward``.
 """
 
 from __future__ import annotations
@@ -18,150 +16,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from oar._core import dispatch as _dispatch
+from oar._engine import eager as _eager
+from oar._engine.registries import BACKENDS
+from oar._engine.tape import Node
+from oar._engine.tensor import Tensor
 from oar.errors import GradientError
-
-
-class Node:
-    """The record of one op call, and the ``ctx`` its gradient rule receives."""
-
-    __slots__ = (
-        "op", "attrs", "_inputs", "_edges", "_in_versions", "_out_data", "_out_vcs", "out_meta",
-        "hooks", "retained", "released", "needs_input_grad", "backend",
-    )
-
-    def __init__(self, op, attrs, inputs, out_data, out_vcs, backend):
-        self.op = op
-        self.attrs = attrs
-        self._inputs = inputs
-        # Where each input's gradient goes, fixed now: an in-place op may later rebind the tensor.
-        # (List comprehensions, not generators: this runs on every recorded op call.)
-        self._edges = tuple([_edge(t) for t in inputs])
-        self._in_versions = tuple([_version_of(t) for t in inputs])
-        self._out_data = out_data
-        self._out_vcs = out_vcs
-        self.out_meta = tuple([(o.shape, o.dtype) for o in out_data])
-        self.hooks = None  # {output index: [hook, ...]} for non-leaf tensors
-        self.retained = None  # {output index: tensor} for retain_grads()
-        self.released = False
-        self.needs_input_grad = tuple([not t.stop_gradient for t in inputs])
-        self.backend = backend
-
-    # -- what a gradient rule reads --------------------------------------------------------
-    @property
-    def inputs(self) -> tuple:
-        """The input tensors, checked not to have been modified in place since the forward."""
-        self._check_alive()
-        for i in range(len(self._inputs)):
-            self._check_version(i)
-        return self._inputs
-
-    def input(self, i: int):
-        """Input ``i`` alone, checked as ``inputs`` are: a rule that needs only some inputs reads
-        them this way, so an in-place change of an input it does not read is no error."""
-        self._check_alive()
-        self._check_version(i)
-        return self._inputs[i]
-
-    def _check_version(self, i: int) -> None:
-        t, saved = self._inputs[i], self._in_versions[i]
-        if t._vc is not None and t._vc[0] != saved:
-            raise GradientError(
-                f"op {self.op.name!r} needs its input {i} (shape {list(t._data.shape)}, "
-                f"{t.dtype.name}) for the backward pass, but that tensor was modified in place "
-                f"after the forward (version {saved} -> {t._vc[0]}); call .clone() before the "
-                f"in-place op"
-            )
-
-    @property
-    def in_shapes(self) -> tuple:
-        """Input shapes as tuples (readable even after an in-place change, no check)."""
-        return tuple([tuple(t._data.shape) for t in self._inputs])
-
-    @property
-    def outputs(self) -> tuple:
-        """The outputs as tensors attached to this node (so ``create_graph`` can go through them)."""
-        self._check_alive()
-        from oar._core.tensor import Tensor
-
-        outs = []
-        for i, (data, vc) in enumerate(zip(self._out_data, self._out_vcs)):
-            if vc[0] != 0:
-                raise GradientError(
-                    f"op {self.op.name!r} needs its output {i} for the backward pass, but that "
-                    f"tensor was modified in place after the forward; call .clone() before the "
-                    f"in-place op"
-                )
-            # Integer and bool outputs never carry a gradient, here as when the op ran.
-            outs.append(Tensor._wrap(data, self.backend, data.dtype.kind not in "fc", self, i, vc))
-        return tuple(outs)
-
-    def output(self, i: int):
-        """Output ``i`` alone, checked as ``outputs`` are: a rule that needs only one output (max
-        pooling's mask) reads it this way, so an in-place change of another output is no error."""
-        self._check_alive()
-        from oar._core.tensor import Tensor
-
-        data, vc = self._out_data[i], self._out_vcs[i]
-        if vc[0] != 0:
-            raise GradientError(
-                f"op {self.op.name!r} needs its output {i} for the backward pass, but that tensor was "
-                f"modified in place after the forward; call .clone() before the in-place op"
-            )
-        return Tensor._wrap(data, self.backend, data.dtype.kind not in "fc", self, i, vc)
-
-    @property
-    def out(self):
-        return self.outputs[0]
-
-    def _check_alive(self) -> None:
-        if self.released:
-            raise GradientError(
-                f"trying to run backward through op {self.op.name!r} a second time, but its saved "
-                f"values were freed after the first backward; pass retain_graph=True to the first "
-                f"backward() if you need to backward twice"
-            )
-
-    def release(self) -> None:
-        self._inputs = self._edges
-        self._out_data = ()
-        self.released = True
-        release_op = getattr(self.op, "release", None)  # a PyLayer frees what its ctx saved
-        if release_op is not None:
-            release_op()
-
-    def __repr__(self) -> str:
-        return f"<Node {self.op.name}>"
-
-
-class _Released:
-    """A graph edge without the data: where an input's gradient goes (its node and output slot)."""
-
-    __slots__ = ("_node", "_out_index", "stop_gradient")
-
-    def __init__(self, t):
-        self._node = t._node
-        self._out_index = t._out_index
-        self.stop_gradient = t.stop_gradient
-
-
-def _edge(t):
-    """The edge to input ``t`` as it is now. A leaf that needs a gradient is its own edge (its
-    ``.grad`` is filled; an in-place op cannot rebind it while grad is enabled)."""
-    if t._node is None:
-        # Constants (the scalar of ``x * 2.0``) all share one edge: no allocation per op call.
-        return _CONSTANT_EDGE if t.stop_gradient else t
-    return _Released(t)
-
-
-_CONSTANT_EDGE = object.__new__(_Released)
-_CONSTANT_EDGE._node, _CONSTANT_EDGE._out_index, _CONSTANT_EDGE.stop_gradient = None, 0, True
-
-
-def _version_of(t) -> int:
-    if t._vc is None:
-        t._vc = [0]
-    return t._vc[0]
 
 
 # ------------------------------------------------------------------------------------------
@@ -169,12 +28,12 @@ def _version_of(t) -> int:
 # ------------------------------------------------------------------------------------------
 def is_grad_enabled() -> bool:
     """Whether ops record the tape (``True`` unless inside ``no_grad``)."""
-    return _dispatch.grad_enabled
+    return _eager.grad_enabled
 
 
 def _set_grad_enabled(mode: bool) -> bool:
-    previous = _dispatch.grad_enabled
-    _dispatch.grad_enabled = bool(mode)
+    previous = _eager.grad_enabled
+    _eager.grad_enabled = bool(mode)
     return previous
 
 
@@ -348,8 +207,6 @@ def run_backward(
     changes, and only the rules on a path to a captured tensor run (``oar.grad``). No gradient
     flows into the tensors in ``blocked``.
     """
-    from oar._core.tensor import Tensor
-
     # Which (node, output) or leaf each captured tensor is.
     capture_slots: dict = {}
     if capture is not None:
@@ -501,8 +358,6 @@ def _owned(g):
     Gradient rules may return their upstream gradient (add), a broadcast view (sum) or one array
     for two inputs (x + y); ``.grad`` is then zeroed and updated in place by optimizers.
     """
-    from oar._core.tensor import Tensor
-
     data = g._data
     if type(data) is np.ndarray:
         data = np.array(data)  # a contiguous, writable copy
@@ -525,16 +380,11 @@ def _accumulate_in_place(grad, g) -> bool:
 
 
 def _zeros(node: Node, i: int):
-    from oar._core.dispatch import BACKENDS
-    from oar._core.tensor import Tensor
-
     shape, dtype = node.out_meta[i]
     return Tensor._wrap(BACKENDS.get(node.backend).zeros(shape, dtype), node.backend, True, None, 0, None)
 
 
 def _as_list(tensors, what: str) -> list:
-    from oar._core.tensor import Tensor
-
     if isinstance(tensors, Tensor):
         return [tensors]
     if isinstance(tensors, (list, tuple)):
@@ -543,8 +393,6 @@ def _as_list(tensors, what: str) -> list:
 
 
 def _check_seed(fn: str, i: int, t, g) -> None:
-    from oar._core.tensor import Tensor
-
     if not isinstance(g, Tensor):
         raise TypeError(f"{fn}: the gradient for output {i} must be a Tensor or None, got {type(g).__name__}")
     if list(g.shape) != list(t.shape):
@@ -587,12 +435,9 @@ def backward(tensors, grad_tensors=None, retain_graph: bool = False) -> None:
 
 
 def _ones_like(t):
-    from oar._core.dispatch import BACKENDS
-    from oar._core.tensor import Tensor
-
     if t._backend == "cpu":  # the seed of every backward: skip the registry lookup
         ones = np.empty(t._data.shape, t._data.dtype)
-        ones.fill(1)  # np.ones' Python wrapper took 0.74 us for a loss's 0-d seed; this about 0.3
+        ones.fill(1)  # cheaper than np.ones' Python wrapper, on every backward's seed
         return Tensor._wrap(ones, "cpu", True, None, 0, None)
     b = BACKENDS.get(t._backend)
     return Tensor._wrap(b.full(tuple(t._data.shape), 1, t._data.dtype), t._backend, True, None, 0, None)
@@ -655,3 +500,19 @@ def grad(
         if g is not None and not create_graph:
             result[i] = g.detach()
     return result
+
+
+def _tensor_backward(self, grad_tensor: Tensor | None = None, retain_graph: bool = False) -> None:
+    """Accumulate d(self)/d(leaf) into every leaf's ``.grad`` (a scalar loss needs no grad_tensor).
+
+    >>> import oar
+    >>> x = oar.to_tensor([1.0, 2.0], stop_gradient=False)
+    >>> (x * x).sum().backward()
+    >>> x.grad.tolist()
+    [2.0, 4.0]
+    """
+    backward([self], None if grad_tensor is None else [grad_tensor], retain_graph=retain_graph)
+
+
+_tensor_backward.__name__ = _tensor_backward.__qualname__ = "backward"
+Tensor.backward = _tensor_backward

@@ -1,0 +1,64 @@
+"""Binding an op call: the stack of modes.
+
+``dispatch(op, inputs, attrs)`` hands the call to the mode on top of the stack. The bottom mode
+is eager execution (``oar._engine.eager``, which puts itself there): it runs the kernel now and
+records a tape node when a gradient is needed. Tracing (to_static) and wrappers such as autocast
+push their own mode, which may rewrite the call and delegate to the mode below
+(``Mode.apply_below``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class Mode:
+    """A way of binding op calls; modes stack (``with mode: ...``)."""
+
+    def apply(self, op, inputs: tuple, attrs: dict):
+        raise NotImplementedError
+
+    def apply_below(self, op, inputs: tuple, attrs: dict):
+        """Delegate to the mode under this one on the stack."""
+        index = _mode_stack.index(self)
+        return _mode_stack[index - 1].apply(op, inputs, attrs)
+
+    def rebind(self, target, result) -> None:
+        """``target`` was just overwritten in place with ``result``'s value (``apply_inplace``);
+        a mode that tracks tensors (to_static's tracer) follows it. Most modes ignore it."""
+
+    def python_backward(self, what: str) -> None:
+        """A gradient written in Python (``what``: a PyLayer) is about to be recorded on the tape.
+        A mode that captures a program, which cannot hold it, breaks the graph; most modes ignore it."""
+
+    def __enter__(self):
+        _mode_stack.append(self)
+        return self
+
+    def __exit__(self, *exc):
+        _mode_stack.remove(self)
+        return False
+
+
+# Bottom first. The eager mode, at the bottom, is put there when oar._engine.eager is imported.
+_mode_stack: list[Mode] = []
+
+
+def dispatch(op, inputs: tuple, attrs: dict) -> Any:
+    """Bind one call of ``op`` in the active mode."""
+    return _mode_stack[-1].apply(op, inputs, attrs)
+
+
+def current_mode() -> Mode:
+    """The mode on top of the stack (the eager mode when nothing is traced or wrapped)."""
+    return _mode_stack[-1]
+
+
+def eager_mode() -> Mode:
+    """The bottom of the stack: runs kernels now, whatever is traced or wrapped above it."""
+    return _mode_stack[0]
+
+
+def modes_above_eager() -> list[Mode]:
+    """The modes pushed over eager execution, bottom first (empty in plain eager code)."""
+    return _mode_stack[1:]
