@@ -7,7 +7,7 @@
 
 The graph path is ``oar.jit.to_static(model, input_spec=[InputSpec([None, 1, 28, 28])])``: its
 forward runs as a program and its backward as the gradient ops derived into that program
-(``oar._core.backward``). The replay path forces the fallback (the forward dispatched op by op
+(``oar._graph.static_backward``). The replay path forces the fallback (the forward dispatched op by op
 under eager autograd). Every path starts from the same weights and is checked to give eager's
 losses for a few steps before timing. Each repeat times one step of every path back to back (A,
 B, A, B, ...), in CPU time (``time.process_time``), and the ratio of the medians is reported.

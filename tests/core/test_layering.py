@@ -7,7 +7,8 @@
 - core's code names no op that oar-nn registers;
 - each layer stays within its size budget in code lines (blank lines, comments and docstrings
   not counted), ratcheted from the sizes the layering work left: lower a budget when a layer
-  shrinks, never raise it to let one grow.
+  shrinks; raising one is a decision the change that needs it states, and the engine and the op
+  definitions together stay within 10,000 lines.
 
 ``python tests/core/test_layering.py`` prints the layers with their sizes and budgets, as
 docs/architecture.md shows them.
@@ -61,13 +62,13 @@ REASONS = ("deferred (import time)", "optional dependency", "allowed cycle")
 
 # Code lines per layer: the combined budget of the engine and the op definitions is 10,000.
 BUDGETS = {
-    "L0 foundations": 100,
-    "L1 eager engine": 2300,
-    "L2 op definitions": 3800,
-    "L3 static graph": 2700,
-    "L4 public surfaces": 2500,
-    "L5 tools": 600,
-    "the package": 130,
+    "L0 foundations": 85,
+    "L1 eager engine": 2250,
+    "L2 op definitions": 3750,
+    "L3 static graph": 2680,
+    "L4 public surfaces": 2470,
+    "L5 tools": 590,
+    "the package": 120,
 }
 ENGINE_AND_OPS_BUDGET = 10_000
 

@@ -457,3 +457,31 @@ def test_an_in_place_change_of_the_loss_does_not_block_its_gradient():
     loss.scale_(3.0)
     loss.sum().backward()
     assert np.all(np.isfinite(logits.grad.numpy()))
+
+
+def test_a_kernel_registered_later_replaces_the_one_a_loss_op_resolved():
+    """Ops of an Op subclass (LossOp) have their cached kernel lookups cleared like any op's when a
+    plugin registers a kernel after they ran."""
+    import types
+
+    op = registries().ops.get("softmax_with_cross_entropy")
+    logits, label = oar.randn([4, 3]), oar.to_tensor([[0], [1], [2], [0]])
+    F.softmax_with_cross_entropy(logits, label)  # resolves and caches the kernel
+    calls = []
+    reference = op.reference
+
+    def counting(*arrays, **attrs):
+        calls.append(1)
+        return reference(*arrays, **attrs)
+
+    plugin = types.ModuleType("late_loss_kernel")
+    plugin.oar_register_kernels = oar.hookimpl(
+        lambda kernels: kernels.register("softmax_with_cross_entropy", "cpu", counting, dtypes=["float32"], priority=1000))
+    oar.plugins.register(plugin, name="late_loss_kernel")
+    try:
+        F.softmax_with_cross_entropy(logits, label)
+        assert calls == [1]
+    finally:
+        oar.plugins.unregister("late_loss_kernel")
+    F.softmax_with_cross_entropy(logits, label)
+    assert calls == [1]  # the reference again once the plugin is gone

@@ -2,8 +2,8 @@
 
 glibc's malloc returns freed blocks of more than 128 KiB to the kernel, and the top of its heap
 once more than twice that is free; a training step allocates and frees its activations (MiBs
-each) every step, so every step would page-fault them in again (docs/benchmarks.md, "keeping
-freed memory"). Keeping freed memory in the heap makes the next step reuse it, as Paddle's CPU
+each) every step, so every step would page-fault them in again (docs/core.md, "Memory", has the
+measurement). Keeping freed memory in the heap makes the next step reuse it, as Paddle's CPU
 allocator and torch's caching allocators do. Up to ``KEEP_FREED_BYTES`` of free heap is kept.
 """
 

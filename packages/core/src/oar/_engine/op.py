@@ -44,7 +44,8 @@ AMP_FP32 = "fp32"  # always run in float32 (exp, log, softmax, losses, reduction
 AMP_PROMOTE = "promote"  # run in the widest dtype among the inputs (elementwise, shape ops)
 
 # The lowering target of core's elementwise fusion: ``fn(*arrays, out=buffer_or_None, **attrs)``
-# computes the op into ``out`` when given (a temporary of the chain that dies at this step).
+# computes the op into ``out`` when given: a temporary of the chain that dies at this step, which
+# may be one of ``arrays`` itself, so the result must not be written before its inputs are read.
 NUMPY_OUT = "numpy_out"
 
 KNOWN_TRAITS = frozenset({

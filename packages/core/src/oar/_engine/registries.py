@@ -217,7 +217,7 @@ class KernelRegistry:
     def _invalidate(self, op_name: str) -> None:
         if self._ops is not None:
             op = self._ops._entries.get(op_name)
-            if type(op) is Op:
+            if isinstance(op, Op):  # (a lazy entry never imported has no cached lookups)
                 op._kernels.clear()
 
     def candidates(self, op: str, backend: str) -> list[KernelEntry]:

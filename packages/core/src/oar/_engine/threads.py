@@ -45,10 +45,10 @@ def set_num_threads(n: int) -> None:
 # After a threaded product its idle worker spins (sched_yield) for about 0.1 s waiting for more
 # work, holding a core the whole time. LeNet's step (W3) has a few products of [64, 400] x
 # [400, 120] size between numba regions: at 2 threads on 2 cores that spinner took its core from
-# numba's worker and from the main thread (16 ms of CPU for an 8 ms step; on a machine shared
-# with another process 20-100 ms per step against 8.6-9.3 ms with those products on one thread).
-# Products this small gain little from a second thread, so they run on one; the switch costs
-# about 2 us (threadpoolctl, both ways) and is paid only for products in between the two bounds.
+# numba's worker and from the main thread, and on a machine shared with another process the step
+# took several times longer (docs/benchmarks.md, "Measurements behind code choices"). Products this
+# small gain little from a second thread, so they run on one; the switch (threadpoolctl, both ways)
+# is paid only for products in between the two bounds.
 SMALL_PRODUCT = 1 << 23  # m * k * n below which a product runs on one BLAS thread
 _OPENBLAS_ONE_THREAD = 1 << 18  # below this OpenBLAS already uses one thread: no switch needed
 _blas_controllers: list | None = None
@@ -73,9 +73,8 @@ _blas_getters: list | None = None
 def _thread_count_getter(lib) -> Callable[[], int]:
     """``lib``'s thread count as a direct call of OpenBLAS's own C function where it has one
     process-wide pool (its pthreads build, numpy's), else threadpoolctl's method. The direct call
-    took 0.14 us against 0.58 us, and ``one_blas_thread`` asks on every small product: at one
-    thread, where nothing changes, entering and leaving it went from 0.86 to 0.56 us (a batch-1
-    LeNet's convolutions ask once each)."""
+    is a fraction of the method's cost, and ``one_blas_thread`` asks on every small product (a
+    batch-1 LeNet's convolutions ask once each)."""
     if getattr(lib, "internal_api", None) == "openblas" and getattr(lib, "threading_layer", None) == "pthreads":
         try:
             handle = ctypes.CDLL(lib.filepath)

@@ -278,7 +278,7 @@ class Executor:
                 rank = len(values[node.inputs[0]].shape or ())
                 if rank >= 2 and attrs.get("start_axis") == 1 and attrs.get("stop_axis") in (-1, rank - 1):
                     # flatten all but the batch (before a classifier's linears): a plain reshape,
-                    # without the op's axis arithmetic on every call (batch 1: 1.7 -> 0.3 us)
+                    # without the op's axis arithmetic on every call
                     kernel, attrs = _flatten_batch(kernel, attrs, rank), {}
             if frees is not None and _spreads_batch(kernel):  # a main step's kernel spreads the
                 self._split = False  # batch itself (see Executor)
@@ -296,7 +296,7 @@ class Executor:
 
         The common step (one to three inputs, one output, no buffer reuse) does only its kernel
         call and slot writes: no per-step unpacking of fields it does not use, no branches on
-        its kind (LeNet at batch 1: a few microseconds of a 40 us run)."""
+        its kind (a batch-1 run is mostly this loop's overhead)."""
         runs = []
         for step in steps:
             kernel, ins, out, attrs, dead, inplace, _ = step

@@ -376,7 +376,7 @@ class StaticFunction(StaticFunctionBase):
                 return ()
             sub = getattr(inst, "sublayers", None)
             layers = self._layers = sub(include_self=True) if callable(sub) else [inst]
-        return tuple(map(_training, layers))  # C-level: a generator here was ~1 us of a batch-1 call
+        return tuple(map(_training, layers))  # C-level map: this runs on every call
 
     def _key(self, structure, tensors) -> tuple[tuple, list]:
         specs = self._spec_leaves

@@ -41,6 +41,17 @@ from oar.plugins._manager import (
 hookimpl = pluggy.HookimplMarker("oar")
 from oar.hookspecs import hookspec  # noqa: E402 - after hookimpl, the order pluggy documents
 
+
+def __getattr__(name: str):
+    # ``Pass`` lives with the static graph (oar.static.passes); it is reached from here on first use
+    # so that importing oar.plugins (every plugin does) does not import the graph.
+    if name == "Pass":
+        from oar.static.passes import Pass  # deferred (import time): the static graph loads with it
+
+        return Pass
+    raise AttributeError(f"module 'oar.plugins' has no attribute {name!r}")
+
+
 __all__ = [
     "hookimpl", "hookspec", "Op", "TensorMeta", "Backend", "Mode", "Registry", "OpRegistry", "KernelRegistry",
     "LoweringRegistry", "ThreadControls", "Lazy", "Registries", "PluginInfo", "registries", "load_plugins",
