@@ -4,9 +4,9 @@ A kernel that alternates copies and products (a convolution's patches, its GEMM,
 would otherwise return to Python for every product: one GIL release and re-acquisition each.
 While another Python thread runs a part of the same batch (``oar._graph.executor``'s split), every
 such re-acquisition the other thread holds the GIL for puts this thread to sleep, and waking a
-thread costs 60-90 us on the project's virtual machines: two halves of LeNet's batch 64 took
-820-1000 us each side by side against 610-680 us alone. With the product inside the kernel, a
-whole convolution is one GIL release.
+thread costs tens of microseconds on the project's virtual machines: two halves of LeNet's batch
+64 side by side each took longer than one alone (docs/numba.md, "Figures behind the kernels'
+choices"). With the product inside the kernel, a whole convolution is one GIL release.
 
 The library is the one numpy links and threadpoolctl sizes (``oar.set_num_threads``): OpenBLAS,
 whose build (32- or 64-bit integers, ``openblas_get_config``) and symbol names (``scipy_`` prefix

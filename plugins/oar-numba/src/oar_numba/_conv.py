@@ -74,7 +74,7 @@ def _im2col(x, kh, kw, sh, sw, top, left, dh, dw, cols):
                     # Stride 1, rows as wide as the input's: the rows inside the input read it at
                     # one constant offset, so they are copied as one run (memcpy speed) instead of
                     # row by row, whose bookkeeping cost more than the copy with rows of 32 floats
-                    # (ResNet's 3x3 block im2col 4.2 -> 1.5 ms); the few entries that run lands
+                    # (ResNet's 3x3 block im2col); the few entries that run lands
                     # between windows, and the rows outside the input, are zeroed after.
                     first = min(max(0, top - i * dh), oh_size)
                     stop = min(oh_size, height + top - i * dh)
@@ -135,8 +135,8 @@ def _col2im(cols, kh, kw, sh, sw, top, left, dh, dw, out):
 # -- bands of output rows: patches and product in one compiled call ------------------------------
 # A sample's whole patch matrix (ResNet's 3x3 block conv: [288, 1024], 1.2 MB) leaves L2 before
 # its GEMM reads it, and a chunk of several samples (what ``_patches`` makes) leaves it further:
-# the same product ran 11.9 ms on the batch's patches written beforehand and 7.4 ms on a band
-# of 8 output rows ([288, 256], 295 KB) that stays in cache. So where numpy's BLAS can be called
+# the same product ran much faster on a band of 8 output rows ([288, 256], 295 KB) that stays in
+# cache than on the batch's patches written beforehand (docs/numba.md). So where numpy's BLAS can be called
 # from compiled code (``_blas``), a convolution and its weight gradient go band by band: the
 # band's patches, then its GEMM, one compiled call for a whole share of samples (one GIL release).
 BAND_BYTES = 512 << 10  # a band's patches at most (ResNet's block conv: 11 rows, 396 KB)
@@ -228,8 +228,8 @@ def _weight_grad_bands(x, g, kh, kw, sh, sw, top, left, dh, dw, oh_size, ow_size
 def _conv_band_parts(x, weights, kh, kw, sh, sw, top, left, dh, dw, oh_size, ow_size, band, parts, y, address,
                      int_kind):
     """``_conv_bands`` over ``parts`` shares of the samples, one per numba thread, each with its
-    own buffer. At 2 threads the ResNet block conv ran 4.2-4.5 ms this way against 5.4-5.5 ms in
-    shares over Python threads (``split_samples``; in-process, alternating, medians of 25)."""
+    own buffer. At 2 threads the ResNet block conv ran faster this way than in shares over Python
+    threads (``split_samples``; docs/numba.md)."""
     n = x.shape[0]
     for part in prange(parts):
         buffer = np.empty(weights.shape[1] * band * ow_size, x.dtype)
@@ -269,9 +269,8 @@ def _band_rows(taps: int, ow: int, oh: int, itemsize: int) -> int:
 # (i, j), as long as the output's rows laid at the input's width W: span = (OH - 1) * W + OW
 # columns, output position (oh, ow) at column oh * W + ow. The W - OW columns between two output
 # rows are computed and dropped (forward) or fed zeros (gradients): some more GEMM work for one
-# run copy per tap instead of one per tap and output row. LeNet's second convolution (rows of 10
-# floats), batch 64, 1 thread, against the im2col kernels: forward 1.40 -> 0.61 ms, weight gradient
-# 1.93 -> 0.83 ms, input gradient 1.45 -> 0.70 ms (docs/numba.md).
+# run copy per tap instead of one per tap and output row. On LeNet's second convolution (rows of
+# 10 floats) all three run in about half the im2col kernels' time (docs/numba.md).
 @two_ways
 def _wide_patches(x, kh, kw, span, cols):
     """cols[n, (c, i, j), :] = x[n, c].flat[i * W + j:][:span]: one contiguous run per tap."""
@@ -485,8 +484,7 @@ def conv_weight_grad(x, g, kernel_size, stride, padding, dilation, groups):
         return np.ascontiguousarray(dw_t.T).reshape(o, c, *kernel_size)
     grads = np.ascontiguousarray(g).reshape(n, groups, o // groups, positions).transpose(0, 1, 3, 2)
     # dw.T = sum over samples of cols[n] @ g[n].T: the long side (channels x kernel) as the GEMM's
-    # rows and the few output channels as its columns, which BLAS runs faster than g[n] @ cols[n].T
-    # (ResNet block 12.7 -> 9.3 ms for the products).
+    # rows and the few output channels as its columns, which BLAS runs faster than g[n] @ cols[n].T.
     partial_sums = {}  # per part of the samples (see split_samples), added up after
 
     def samples(first, last):
@@ -505,9 +503,9 @@ def _same_adjoint(x, w, stride, padding, output_padding, dilation, groups) -> bo
     """Whether ``conv_transpose`` here is the input gradient of a stride-1 "same" convolution
     whose GEMM below would contract over few channels, so that running it as a convolution (with
     the kernel flipped, and the same padding) is faster: im2col + a GEMM that contracts over
-    channels x kernel, instead of a GEMM that contracts over channels alone + col2im. Measured on
-    3x3 convolutions at 32x32: 8, 16 and 32 channels 1.3-1.6x faster this way; 64 channels, or 3
-    output channels (a stem), slower (docs/numba.md)."""
+    channels x kernel, instead of a GEMM that contracts over channels alone + col2im. On 3x3
+    convolutions at 32x32 this is faster for 8 to 32 channels and slower for 64, or for 3 output
+    channels (a stem): docs/numba.md."""
     if groups != 1 or any(s != 1 for s in stride) or any(d != 1 for d in dilation) or any(output_padding):
         return False
     for i, k in enumerate(w.shape[2:]):

@@ -187,7 +187,7 @@ def _direct_conv(x, w, bias, top, left, relu, pool, out):
 @always_parallel
 def _direct_parts(x, w, bias, top, left, relu, pool, parts, out):
     """``_direct_conv`` over ``parts`` shares of the batch, one per numba thread. Each share calls
-    the serial compilation: the loops inlined into a parallel region ran 1.3x slower."""
+    the serial compilation: the loops inlined into a parallel region ran slower."""
     batch = x.shape[0]
     for part in prange(parts):
         first, last = batch * part // parts, batch * (part + 1) // parts
@@ -208,15 +208,14 @@ def _direct_sample(x, w, bias, top, left, relu, pool, hp, wp, span, xp, acc, out
     a0, a1 = acc[0], acc[1]
     if kh == 3 and kw == 3:
         # 3x3, the common first layer: a channel's nine taps in one pass, nine loads and one
-        # store per output element instead of an accumulator load and store per tap (LeNet's
-        # first conv + pool, batch 64, 1 thread: 0.260 -> 0.164 ms with the buffers made once)
+        # store per output element instead of an accumulator load and store per tap
         for o in range(o_size):
             for c in range(channels):
                 _taps_3x3(xp[c], wp, span, w[o, c], a0, c == 0)
             _finish(a0, wp, bias[o], relu, pool, out[o])
         return
-    # Output channels in pairs: each load of the input serves two multiply-adds (LeNet's first
-    # conv, batch 64: 1.1x); an odd last channel goes alone.
+    # Output channels in pairs: each load of the input serves two multiply-adds; an odd last
+    # channel goes alone.
     for o in range(0, o_size - 1, 2):
         a0[:] = 0
         a1[:] = 0
@@ -225,7 +224,7 @@ def _direct_sample(x, w, bias, top, left, relu, pool, hp, wp, span, xp, acc, out
                 for j in range(kw):
                     u, v = w[o, c, i, j], w[o + 1, c, i, j]
                     # a slice, not row[base + t]: numba's negative-index check on a computed
-                    # index keeps LLVM from vectorising the loop (measured 6x slower)
+                    # index keeps LLVM from vectorising the loop (several times slower)
                     run = xp[c, i * wp + j:i * wp + j + span]
                     for t in range(span):
                         r = run[t]
@@ -292,8 +291,8 @@ def _wide_block(x, weights, bias, kh, kw, span, relu, pool, cols, acc, out, addr
 def _wide_parts(x, weights, bias, kh, kw, span, relu, pool, parts, out, address, int_kind):
     """``_wide_block`` over ``parts`` shares of the batch, one per numba thread, each with its own
     buffers. numba's threads wait for the next region spinning a while (``_jit``), and no part
-    needs the GIL: LeNet's batch 64 at 2 threads ran 0.68-0.70 ms this way against 0.86-0.92 ms
-    in two Python threads (the executor's split), whose every return to Python can sleep."""
+    needs the GIL: LeNet's batch 64 at 2 threads ran faster this way than in two Python threads
+    (the executor's split), whose every return to Python can sleep (docs/numba.md)."""
     batch = x.shape[0]
     for part in prange(parts):
         cols = np.empty((1, weights.shape[1], span), x.dtype)
@@ -559,7 +558,7 @@ LOWERINGS = {
 }
 # Ops without a lowering send their chain to the reference kernel: maximum, minimum and clip
 # (NaN rules), and the transcendental ones (exp, tanh, sigmoid, ...), which numpy evaluates with
-# SIMD and numba (without SVML) one element at a time: a chain with a tanh measured 15x slower.
+# SIMD and numba (without SVML) one element at a time: a chain with a tanh ran many times slower.
 
 
 @numba.njit(inline="always")

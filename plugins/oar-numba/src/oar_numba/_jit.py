@@ -29,17 +29,13 @@ from concurrent.futures import ThreadPoolExecutor
 # region, by default for 300,000 rounds (about a millisecond), then sleeps; the training step's
 # convolutions alternate numba regions with BLAS products, whose threads then shared cores with
 # spinners. Sleeping at once (OMP_WAIT_POLICY=PASSIVE, what oar-numba set before) costs a wake of
-# 60-90 us per region on the project's virtual machines, where an inference program's regions
-# follow each other a few microseconds apart (LeNet batch 64, 2 threads: 1.07-1.21 ms passive,
-# 0.68-0.70 ms with a short spin). SPIN_ROUNDS keeps the spin short: a 30000-round spin held a
-# core that the next BLAS product's threads wanted in eager training (W5's step, an encoder layer:
-# GEMMs between numba's norms and activations, at 2 threads 46.7, 48.4, 58.2 ms against 44.7,
-# 42.8, 56.7 ms at 3000, three alternating processes), and 3000 rounds bridged an inference
-# program's gaps less reliably than 10000 (LeNet batch 64 at 2 threads, bench/static_infer.py
-# --threads 2 --wall, three alternations: 0.75, 0.63, 0.83 ms at 3000; 0.60, 0.60, 0.64 at
-# 10000; 0.65, 0.60, 0.88 at 30000), while W5 moved within noise between 3000 and 10000 once
-# its linears ran as one GEMM (42.4/47.7, 38.3/38.4, 39.3/40.4 ms). Set before numba's first
-# parallel call loads libgomp; a user's own OMP_WAIT_POLICY or GOMP_SPINCOUNT wins.
+# tens of microseconds per region on the project's virtual machines, where an inference program's
+# regions follow each other a few microseconds apart. SPIN_ROUNDS keeps the spin short: a longer
+# spin held a core that the next BLAS product's threads wanted in eager training (W5's step, an
+# encoder layer: GEMMs between numba's norms and activations), and a shorter one bridged an
+# inference program's gaps less reliably (docs/numba.md, "Figures behind the kernels' choices").
+# Set before numba's first parallel call loads libgomp; a user's own OMP_WAIT_POLICY or
+# GOMP_SPINCOUNT wins.
 SPIN_ROUNDS = 10000
 if "OMP_WAIT_POLICY" not in os.environ:
     os.environ.setdefault("GOMP_SPINCOUNT", str(SPIN_ROUNDS))
@@ -51,12 +47,11 @@ from oar.ops import blas_controllers, one_blas_thread  # noqa: E402
 
 FASTMATH = {"reassoc", "contract", "arcp", "nsz"}
 # A call runs on numba's pool only when its largest array has at least SERIAL_BELOW elements.
-# Waking the pool's sleeping threads (passive waiting, above) costs about 60 us on the project's
-# 2-vCPU virtual machine, against 2 us for a pool that spins, and the data a region touched then
-# sits in the other core's cache. The loops here do a few ns of work per element, so a region
-# over less than about a million elements costs more than it saves: LeNet's Adam step (W3) at 2
-# threads, medians of 5 interleaved runs, 7.3 ms with the bound at 2^16, 6.1 ms with no region at
-# all (1 thread: 5.7 ms). Kernels with more work per element use COMPUTE_SERIAL_BELOW.
+# Waking the pool's sleeping threads (passive waiting, above) costs tens of microseconds on the
+# project's 2-vCPU virtual machine, far more than for a pool that spins, and the data a region
+# touched then sits in the other core's cache. The loops here do a few ns of work per element, so
+# a region over less than about a million elements costs more than it saves (LeNet's Adam step,
+# docs/numba.md). Kernels with more work per element use COMPUTE_SERIAL_BELOW.
 SERIAL_BELOW = 1 << 20  # elements of the largest array argument
 COMPUTE_SERIAL_BELOW = 1 << 16  # the same for compute-bound loops (a direct convolution)
 
@@ -104,8 +99,7 @@ def cache_variant(fn, variant: str):
     numba's disk cache keys a function by its module, qualified name and first line, and an entry
     by signature and bytecode, not by the compile flags: a serial and a parallel compilation of
     one function share one entry, and whichever was compiled first is what the other loads from
-    then on (a parallel kernel ran on one thread: LeNet's first convolution at 2 threads 263 us,
-    176 us once fixed)."""
+    then on (a parallel kernel ran on one thread)."""
     copy = types.FunctionType(fn.__code__, fn.__globals__, f"{fn.__name__}__{variant}", fn.__defaults__,
                               fn.__closure__)
     copy.__qualname__ = f"{fn.__qualname__}__{variant}"
@@ -162,14 +156,13 @@ def scratch(name: str, size: int, dtype) -> np.ndarray:
 # slowest thread: on a busy machine a preempted thread costs a scheduler tick per product. Giving
 # each thread whole samples instead (BLAS and numba at one thread inside) joins once per call.
 # Handing work to another thread costs tens of microseconds: LeNet's convolutions (up to 1M
-# elements of patches) ran slower split (W3 at 2 threads 8.1 -> 8.9 ms), ResNet's (9.4M) 2x faster.
+# elements of patches) ran slower split, ResNet's (9.4M) faster (docs/numba.md).
 SPLIT_BELOW = 1 << 22
 # Shares per thread, taken in turn rather than one fixed half each: the thread that starts late
-# (a wake costs 60-90 us here) or whose core is busy takes fewer. With halves, W4's step at 2
-# threads spent 12.7 ms of its 96 ms (cProfile) with the calling thread waiting for the other's
-# half; with shares that wait is gone from the profile, but the step gained little: medians of
-# four alternating processes 109 ms with one share per thread, 106 with 4, 105 with 8. The
-# threads are slower side by side than alone, whoever does the work.
+# (a wake costs tens of microseconds here) or whose core is busy takes fewer. With halves, W4's
+# step at 2 threads spent a tenth of its time with the calling thread waiting for the other's half;
+# with shares that wait is gone from the profile, though the step gained little (docs/numba.md):
+# the threads are slower side by side than alone, whoever does the work.
 SHARES_PER_THREAD = 4
 _split_pool: ThreadPoolExecutor | None = None
 

@@ -2,10 +2,9 @@
 
 numpy's path for one row is a GEMM call, then a second pass for the bias, each with a fixed cost
 of a microsecond or more; here one compiled loop streams the weight's rows once, four at a time,
-into an accumulator that starts as the bias. Against the reference (``bench_kernels.py --ops
-linear``, docs/numba.md): LeNet's [1, 400] @ [400, 120] 1.1x, [1, 84] @ [84, 10] 1.6x, W1's
-[1, 4] @ [4, 4] 1.7x. From four rows on BLAS's blocked GEMM wins (4 rows: 11.7 vs 14.4 us on a
-loaded machine), so a 2-d x of more rows, and any x of more dims, goes to the reference kernel.
+into an accumulator that starts as the bias: faster than the reference for a row or two
+(``bench_kernels.py --ops linear``, docs/numba.md). From four rows on BLAS's blocked GEMM wins,
+so a 2-d x of more rows, and any x of more dims, goes to the reference kernel.
 
 In a program (the executor's bound nodes) at more than one thread, a product of
 ``PARTS_MIN_ROWS`` rows a thread and more that core keeps on one BLAS thread
@@ -14,7 +13,7 @@ instead, one per numba thread, each a GEMM of numpy's BLAS on one thread (``_bla
 that start as the bias: LeNet's [64, 400] @ [400, 120] at batch-64 inference. Not in eager code,
 where such a product sits between BLAS's own threaded products (an MLP's larger layers) and
 numba's thread, spinning after its region (``_jit.SPIN_ROUNDS``), would hold the core BLAS's
-next product wants: W2's step at 2 threads measured 1.07-1.34x slower in three alternating runs.
+next product wants: W2's step at 2 threads ran slower that way (docs/numba.md).
 """
 
 from __future__ import annotations

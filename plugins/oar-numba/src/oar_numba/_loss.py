@@ -102,7 +102,7 @@ def softmax_with_cross_entropy_grad(prob, label, g_loss, ignore_index, axis):
 
 
 # -- log_softmax over the last axis, small calls --------------------------------------------------
-LOG_SOFTMAX_MAX = 2048  # elements: [64, 10] 2.7x faster, [128, 128] 0.5x (docs/numba.md)
+LOG_SOFTMAX_MAX = 2048  # elements: faster than the reference below, slower above (docs/numba.md)
 
 
 @serial
