@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import doctest
 import inspect
-import time
 
 import numpy as np
 import pytest
@@ -402,16 +401,15 @@ def test_transformer_encoder_learns_to_reverse_sequences():
     vocab, length = 6, 5
     model = ReverseModel(vocab, length, 32)
     opt = oar.optimizer.Adam(learning_rate=0.005, parameters=model.parameters())
-    start = time.perf_counter()
     losses = []
-    for _ in range(400):
+    for _ in range(400):  # a step budget, not a time one: the outcome must not depend on the machine
         tokens = data.integers(0, vocab, size=(32, length))
         loss = cross_entropy(model(oar.to_tensor(tokens)), oar.to_tensor(tokens[:, ::-1].copy()), vocab)
         loss.backward()
         opt.step()
         opt.clear_grad()
         losses.append(float(loss))
-        if np.mean(losses[-10:]) < losses[0] / 10 or time.perf_counter() - start > 20:
+        if np.mean(losses[-10:]) < losses[0] / 10:
             break
     first, last = losses[0], float(np.mean(losses[-10:]))
     assert last < first / 10, f"loss went from {first:.3f} to {last:.3f} in {len(losses)} steps"
