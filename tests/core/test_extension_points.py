@@ -233,3 +233,15 @@ def test_elementwise_fusion_chains_the_ops_that_declare_the_fusible_trait():
         np.testing.assert_allclose(static(x).numpy(), (x.numpy() * 2.0) ** 3 + 1.0, rtol=1e-6)
     finally:
         oar.plugins.unregister("fusible_plugin")
+
+
+def test_a_lazy_entry_that_cannot_be_imported_names_the_entry_and_its_plugin():
+    registry = Registry("serving backend")
+    registry.register("fast", Lazy("no_such_module_of_oar:load"))
+    with pytest.raises(RegistryError, match=r"serving backend 'fast', registered by plugin 'oar' as "
+                                            r"Lazy\('no_such_module_of_oar:load'\), cannot be imported: "
+                                            r"ModuleNotFoundError"):
+        registry.get("fast")
+    registry.register("typo", Lazy("json:dumpz"))
+    with pytest.raises(RegistryError, match=r"'typo'.*json:dumpz.*AttributeError"):
+        registry.get("typo")

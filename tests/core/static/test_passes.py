@@ -3,6 +3,7 @@ pipeline picks passes by level, and a plugin's pass registered through the hook 
 
 from __future__ import annotations
 
+import importlib
 import types
 
 import numpy as np
@@ -108,9 +109,13 @@ def test_pipeline_levels():
 
 
 def test_core_passes_are_registered_through_the_hook():
+    from oar._builtin import GRAPH_PASSES
+
     passes = registries().passes
-    for p in P.BUILTIN_PASSES:
-        assert passes.get(p.name) is p and passes.source_of(p.name) == "oar.core"
+    for name, module in GRAPH_PASSES.items():
+        p = passes.get(name)
+        assert isinstance(p, P.Pass) and p.name == name and passes.source_of(name) == "oar.core"
+        assert p is getattr(importlib.import_module(module), name)
 
 
 def test_a_plugin_pass_joins_to_static_programs():

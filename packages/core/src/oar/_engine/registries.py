@@ -129,8 +129,16 @@ class Registry(Generic[T]):
     def _resolved(self, name: str) -> Any:
         obj = self._entries[name]
         if type(obj) is Lazy:
-            with registering_as(self._sources[name]):
-                obj = self._resolve(name, obj.resolve())
+            source = self._sources[name]
+            try:
+                target = obj.resolve()
+            except (ImportError, AttributeError) as exc:
+                raise RegistryError(
+                    f"{self.kind} {name!r}, registered by plugin {source!r} as {obj!r}, cannot be imported: "
+                    f"{type(exc).__name__}: {exc}"
+                ) from exc
+            with registering_as(source):
+                obj = self._resolve(name, target)
         return obj
 
     def _resolve(self, name: str, obj: Any) -> Any:

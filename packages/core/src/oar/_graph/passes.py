@@ -239,9 +239,7 @@ def remove_identity_ops(program: Program) -> Program:
     return program.prune()
 
 
-# In pipeline order; core's builtin plugin registers each by name (oar._builtin, lazily).
-BUILTIN_PASSES = [constant_folding, common_subexpression_elimination, remove_detach, remove_identity_ops,
-                  dead_code_elimination]
+
 
 
 def select_passes(level: int = DEFAULT_LEVEL, *, inference: bool = True, enable=(), disable=()) -> list:
@@ -288,4 +286,4 @@ def optimize(program: Program, level: int = DEFAULT_LEVEL, *, inference: bool = 
     return result
 
 
-__all__ = ["Pass", "graph_pass", "PHASES", "optimize", "select_passes", "BUILTIN_PASSES", "DEFAULT_LEVEL"]
+__all__ = ["Pass", "graph_pass", "PHASES", "optimize", "select_passes", "DEFAULT_LEVEL"]

@@ -280,10 +280,8 @@ def load_cases(package: str, families) -> list[OpCase]:
 
 # -- eager against to_static -----------------------------------------------------------------------
 def _tensors(case, dtype, requires_grad=()):
-    target = _dt.get_dtype(dtype).np
-    arrays = [a.astype(target) if a.dtype.kind == "f" else a for a in case.inputs]
     out = []
-    for i, a in enumerate(arrays):
+    for i, a in enumerate(_cast_inputs(case, dtype)):
         t = Tensor._wrap(np.array(a), "cpu", True, None, 0, None) if a.dtype == _dt.bfloat16.np else to_tensor(a)
         t.stop_gradient = i not in requires_grad
         out.append(t)
