@@ -44,7 +44,7 @@ def test_files_and_document(saved):
     assert doc["format"] == "oar.jit" and doc["version"] == 1 and doc["oar_version"] == oar.__version__
     assert doc["program"]["schema"] == "oar.program"
     assert doc["input_spec"] == [{"name": "x", "shape": [-1, 3], "dtype": "float32", "stop_gradient": False}]
-    assert doc["output_spec"] == [{"shape": [-1, 2], "dtype": "float32"}]
+    assert doc["output_spec"] == [{"name": "output_0", "shape": [-1, 2], "dtype": "float32"}]
     assert doc["requires"]["ops"] == {"add": "oar.core", "matmul": "oar.core", "tanh": "oar.core"}
     assert doc["requires"]["plugins"]["oar.core"] == {"package": "oar-core", "version": oar.__version__}
     state = oar.load(prefix + ".pdiparams", return_numpy=True)
@@ -193,7 +193,7 @@ def test_core_translated_layer_works_without_nn(saved):
     from oar._graph.program import Program
 
     program = Program.from_json(doc["program"], constants=state["constants"])
-    layer = CoreTranslatedLayer._from_saved(program, state["params"], doc["input_spec"])
+    layer = CoreTranslatedLayer._from_saved(program, state["params"], doc["input_spec"], doc["output_spec"])
     x = oar.rand([2, 3])
     with oar.no_grad():
         np.testing.assert_array_equal(layer(x).numpy(), f(x).numpy())

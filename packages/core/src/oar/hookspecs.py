@@ -115,15 +115,34 @@ Lowering: TypeAlias = Any
 
 
 class Runner(Protocol):
-    """A loaded model of a serving backend: named input arrays in, named output arrays out."""
+    """A loaded model of a serving backend: named input arrays in, named output arrays out.
+
+    ``input_specs`` and ``output_specs`` list the model's tensors in order as
+    ``{"name": "image", "shape": [-1, 1, 28, 28], "dtype": "float32"}`` (-1: any size); the
+    Predictor checks inputs against them before calling. Calls may come from several threads at
+    once (a server's); ``clone()`` returns a runner over the same weights for one more thread.
+    A runner may also offer ``run_list(arrays) -> list`` (inputs and outputs in spec order), which
+    the Predictor prefers to the dict form.
+    """
+
+    input_specs: list[dict]
+    output_specs: list[dict]
 
     def __call__(self, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]: ...
 
+    def clone(self) -> Runner: ...
+
 
 class ServingBackend(Protocol):
-    """An inference engine for the Predictor and the server: loads a saved model into a ``Runner``."""
+    """An inference engine for the Predictor and the server: loads a saved model into a ``Runner``.
 
-    def __call__(self, program_path: str, config: Any) -> Runner: ...
+    ``program_path`` is the model's program file (``prefix.json`` of ``oar.jit.save``; a backend
+    of another format reads what it needs beside it); ``settings`` is
+    ``oar.inference.Config.to_dict()`` plus ``"params_file"``: place, threads,
+    optimization_level, deleted_passes, memory_optim, ir_debug. A backend ignores what it does
+    not implement and says so in its docs."""
+
+    def __call__(self, program_path: str, settings: Mapping[str, Any]) -> Runner: ...
 
 
 class ThreadControl(Protocol):

@@ -438,6 +438,11 @@ class Executor:
             self._prepare()
         if self.program.updates:  # state written back needs the tensors: the general path
             return [t._data for t in _tensors_of(self.run(list(arrays)))]
+        if self._split and not _observers and getattr(arrays[0], "ndim", 0) and \
+                arrays[0].shape[0] >= 2 * SPLIT_MIN_ROWS:  # a large batch in parts, as run() does
+            parts = self._parts(arrays)
+            if parts > 1:
+                return [t._data for t in _tensors_of(self._run_split(arrays, parts))]
         env = self._template.copy()
         for s, a in zip(self.feed_slots, arrays):
             env[s] = a

@@ -3,7 +3,7 @@
 ``save(layer, prefix)`` writes two files, each atomically (temporary file, fsync, rename):
 
 - ``prefix.json``: ``{"format": "oar.jit", "version": 1, "oar_version": ..., "program": <the
-  program, schema oar.program>, "input_spec": [...], "output_spec": [...], "requires":
+  program, schema oar.program>, "input_spec": [...], "output_spec": [{"name": "output_0", ...}, ...], "requires":
   {"plugins": {plugin: {"package": ..., "version": ...}}, "ops": {op: plugin}}}``;
 - ``prefix.pdiparams``: the parameters, buffers and constants in the safetensors format, written
   by ``oar.save`` (checksummed; never pickle).
@@ -120,8 +120,9 @@ def save(layer, path: str, input_spec=None, **configs) -> None:
               "dtype": program.values[v].dtype.name,
               "stop_gradient": leaves[i].stop_gradient if i < len(leaves) else True}
              for i, v in enumerate(program.feeds)]
-    outputs = [{"shape": [-1 if d is None else d for d in program.values[r.id].shape],
-                "dtype": program.values[r.id].dtype.name} for r in iter_refs(program.outputs)]
+    # Outputs are named by position: the names the Predictor and the server give them.
+    outputs = [{"name": f"output_{i}", "shape": [-1 if d is None else d for d in program.values[r.id].shape],
+                "dtype": program.values[r.id].dtype.name} for i, r in enumerate(iter_refs(program.outputs))]
     document = {
         "format": FORMAT,
         "version": VERSION,
@@ -166,12 +167,17 @@ def load(path: str, **configs):
     parameters, without the original Python class, and that can be fine-tuned.
 
     A missing op says which package to install; a file from a newer oar says so; a truncated or
-    corrupted file raises ``oar.errors.SerializationError``.
+    corrupted file raises ``oar.errors.SerializationError``. ``params_filename`` (Paddle's config)
+    names the parameters file when it is not ``path + '.pdiparams'`` (relative to ``path``'s folder).
     """
 
+    params_filename = configs.pop("params_filename", None)
     if configs:
         raise ArgumentError(f"jit.load: unsupported arguments {sorted(configs)}")
     path = os.fspath(path)
+    params_path = path + PARAMS_SUFFIX
+    if params_filename is not None:
+        params_path = os.path.join(os.path.dirname(path), os.fspath(params_filename))
     document = _read_document(path)
     where = f"jit.load: {path + PROGRAM_SUFFIX!r}"
     requires = document.get("requires") or {}
@@ -185,22 +191,23 @@ def load(path: str, **configs):
     if isinstance(data, dict) and isinstance(data.get("nodes"), list):
         names = sorted({n.get("op") for n in data["nodes"] if isinstance(n, dict) and isinstance(n.get("op"), str)})
         check_ops_registered(names, op_sources, where)
-    if not os.path.exists(path + PARAMS_SUFFIX):
-        raise FileNotFoundError(f"jit.load: {path + PARAMS_SUFFIX!r}: no such file (the parameters jit.save wrote "
+    if not os.path.exists(params_path):
+        raise FileNotFoundError(f"jit.load: {params_path!r}: no such file (the parameters jit.save wrote "
                                 f"next to {path + PROGRAM_SUFFIX!r})")
-    state = oar_load(path + PARAMS_SUFFIX, return_numpy=True)
+    state = oar_load(params_path, return_numpy=True)
     if not isinstance(state, dict) or not isinstance(state.get("params"), dict) or \
             not isinstance(state.get("constants"), dict):
-        raise SerializationError(f"jit.load: {path + PARAMS_SUFFIX!r} does not hold jit.save's parameters")
+        raise SerializationError(f"jit.load: {params_path!r} does not hold jit.save's parameters")
     program = Program.from_json(data, constants=state["constants"], op_sources=op_sources, where=where)
     for name, vid in program.params.items():
         array = state["params"].get(name)
         value = program.values[vid]
         if array is None:
-            raise SerializationError(f"jit.load: {path + PARAMS_SUFFIX!r} has no parameter {name!r} the program "
+            raise SerializationError(f"jit.load: {params_path!r} has no parameter {name!r} the program "
                                      f"reads: the files do not belong together")
         if tuple(array.shape) != value.shape or array.dtype != value.dtype.np:
             raise SerializationError(f"jit.load: parameter {name!r} is {array.dtype}{list(array.shape)} in "
-                                     f"{path + PARAMS_SUFFIX!r} but the program expects {value.meta!r}")
+                                     f"{params_path!r} but the program expects {value.meta!r}")
     specs = document.get("input_spec") or []
-    return translated_layer_class()._from_saved(program, state["params"], specs)
+    output_specs = document.get("output_spec") or []
+    return translated_layer_class()._from_saved(program, state["params"], specs, output_specs)

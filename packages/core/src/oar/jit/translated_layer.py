@@ -23,9 +23,10 @@ from oar.static.input import BuildStrategy, InputSpec
 class _TranslatedMixin:
     """What both TranslatedLayer variants do: hold the program and run it."""
 
-    def _setup(self, program: Program, specs: list) -> None:
+    def _setup(self, program: Program, specs: list, output_specs: list) -> None:
         object.__setattr__(self, "_program", program)
         object.__setattr__(self, "_input_specs", list(specs))
+        object.__setattr__(self, "_output_specs", list(output_specs))
         object.__setattr__(self, "_capture", Capture(program, BuildStrategy(), program.meta.get("device", "cpu")))
 
     def forward(self, *inputs):
@@ -45,7 +46,14 @@ class _TranslatedMixin:
 
     @property
     def input_spec(self) -> list:
+        """The saved inputs: ``InputSpec``s with their names, dtypes and shapes (-1: any size)."""
         return [InputSpec(s["shape"], s["dtype"], s.get("name"), s.get("stop_gradient", False)) for s in self._input_specs]
+
+    @property
+    def output_spec(self) -> list:
+        """The saved outputs, flattened in order: ``InputSpec``s named ``output_0``, ``output_1``, ..."""
+        return [InputSpec(s["shape"], s["dtype"], s.get("name") or f"output_{i}")
+                for i, s in enumerate(self._output_specs)]
 
 
 def _make_parameter(name: str, array: np.ndarray, kind: str, parameter_class):
@@ -72,7 +80,7 @@ def _nn_class():
         """
 
         @classmethod
-        def _from_saved(cls, program: Program, params: dict, specs: list):
+        def _from_saved(cls, program: Program, params: dict, specs: list, output_specs: list):
             layer = cls()
             tensors = {}
             for name, kind in program.param_kinds.items():
@@ -87,7 +95,7 @@ def _nn_class():
                     else:
                         layer.register_buffer(flat, t)
             program.param_tensors.update(tensors)
-            layer._setup(program, specs)
+            layer._setup(program, specs, output_specs)
             if not program.meta.get("training", True):
                 layer.eval()
             return layer
@@ -137,13 +145,13 @@ class CoreTranslatedLayer(_TranslatedMixin):
         self._kinds: dict[str, str] = {}
 
     @classmethod
-    def _from_saved(cls, program: Program, params: dict, specs: list):
+    def _from_saved(cls, program: Program, params: dict, specs: list, output_specs: list):
         layer = cls()
         for name, kind in program.param_kinds.items():
             layer._state[name] = _make_parameter(name, params[name], kind, None)
             layer._kinds[name] = kind
         program.param_tensors.update(layer._state)
-        layer._setup(program, specs)
+        layer._setup(program, specs, output_specs)
         if not program.meta.get("training", True):
             layer.eval()
         return layer

@@ -18,13 +18,17 @@ fuse_elementwise); an ``opt_in`` pass runs only when named in ``optimize(..., en
 ['tanh', 'multiply']
 
 The op names and attributes a pass matches are a stable contract: ``docs/ops.md`` lists them.
+``output_tensors(structure)`` lists the tensors of a function's output (tensors in lists, tuples
+and dicts) in the order a captured program lists its outputs.
 """
 
 from oar._graph.executor import Executor as Executor
+from oar._graph.executor import _tensors_of as output_tensors
 from oar._graph.executor import observe as observe
 from oar._graph.passes import DEFAULT_LEVEL as DEFAULT_LEVEL
 from oar._graph.passes import PHASES as PHASES
 from oar._graph.passes import Pass as Pass
+from oar._graph.passes import dead_code_elimination as dead_code_elimination
 from oar._graph.passes import graph_pass as graph_pass
 from oar._graph.passes import optimize as optimize
 from oar._graph.passes import select_passes as select_passes
@@ -41,7 +45,7 @@ from oar._graph.rewrite import replace_nodes as replace_nodes
 from oar._graph.rewrite import sole_reader as sole_reader
 
 __all__ = [
-    "Pass", "PHASES", "DEFAULT_LEVEL", "graph_pass", "optimize", "select_passes", "emit", "rename_values",
-    "replace_nodes", "sole_reader", "attr_key", "iter_refs", "map_refs", "Program", "OpNode", "Value", "ValueRef",
-    "Executor", "observe",
+    "Pass", "PHASES", "DEFAULT_LEVEL", "graph_pass", "optimize", "select_passes", "dead_code_elimination", "emit",
+    "rename_values", "replace_nodes", "sole_reader", "attr_key", "iter_refs", "map_refs", "Program", "OpNode", "Value", "ValueRef",
+    "Executor", "observe", "output_tensors",
 ]
