@@ -1,0 +1,56 @@
+"""``oar.inference``: Paddle Inference's Python API for models saved with ``oar.jit.save``.
+
+>>> import os, tempfile, numpy as np, oar
+>>> from oar.static import InputSpec
+>>> import oar.inference as paddle_infer
+>>> prefix = os.path.join(tempfile.mkdtemp(), "model")
+>>> oar.jit.save(oar.nn.Linear(3, 2), prefix, input_spec=[InputSpec([None, 3], "float32", "x")])
+>>> config = paddle_infer.Config(prefix + ".json", prefix + ".pdiparams")
+>>> predictor = paddle_infer.create_predictor(config)
+>>> [out] = predictor.run([np.ones([1, 3], "float32")])
+>>> out.shape
+[1, 2]
+
+``Config`` says where the model is and how it runs (passes, threads, the serving backend);
+``create_predictor`` loads it; ``PredictorPool`` holds one predictor per thread over shared
+weights; ``check_parity`` (and ``python -m oar.inference check PREFIX --input x.npy``) says
+whether the deployed model agrees with the training code, value by value. docs/serving.md has
+the walk-through.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+# Names resolve on first use (PEP 562), so that loading oar-serving's plugin -- which every
+# ``import oar`` program does on its first op -- imports none of the predictor's machinery.
+_EXPORTS = {
+    "oar.inference.config": ["Config", "PassBuilder", "PlaceType", "PrecisionType"],
+    "oar.inference.parity": ["Difference", "ParityReport", "check_parity"],
+    "oar.inference.predictor": ["DataType", "Predictor", "PredictorPool", "Tensor", "create_predictor",
+                                "get_version"],
+}
+_MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
+
+
+def __getattr__(name: str):
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module 'oar.inference' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_MODULE_OF])
+
+
+def serving_backends() -> list[str]:
+    """The names of the registered serving backends (``Config.set_serving_backend`` takes one)."""
+    import oar.plugins  # deferred (import time): the plugin manager loads the entry points on first use
+
+    return sorted(oar.plugins.registries().serving_backends)
+
+
+__all__ = [*_MODULE_OF, "serving_backends"]
