@@ -8,6 +8,7 @@ says to install oar-amp instead of failing deep inside Hydra.
 
 from __future__ import annotations
 
+import importlib.metadata
 import logging
 import re
 import sys
@@ -27,6 +28,14 @@ _GROUP_OVERRIDE = re.compile(r"^[+~]{0,2}(?P<group>[A-Za-z_][\w/]*)(?:@[\w.]*)?=
 
 class MissingPackageError(LookupError):
     """A config group option that comes with a package which is not installed."""
+
+
+def _installed(distribution: str) -> bool:
+    try:
+        importlib.metadata.distribution(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return True
 
 
 def check_overrides(overrides: list[str]) -> None:
@@ -51,8 +60,8 @@ def check_overrides(overrides: list[str]) -> None:
             if option in known or option in ("", "null") or not re.fullmatch(r"[\w-]+", option):
                 continue  # Hydra itself reports unknown options of a group that has some, with the list
             package = provider_of(group, option)
-            if package is None and known:
-                continue
+            if known and (package is None or _installed(package)):
+                continue  # its package is installed: Hydra names the unknown option and lists the known ones
             if not known:
                 raise MissingPackageError(
                     f"{group}={option}: the config group {group!r} comes with {package or 'a package'}, which is not "
