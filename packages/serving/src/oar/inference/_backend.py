@@ -58,9 +58,9 @@ class OarRunner:
         self.executor = Executor(program, place, reuse_buffers=reuse_buffers)
 
     def run_list(self, arrays: list[np.ndarray]) -> list[np.ndarray]:
-        """The outputs for inputs given in ``input_names`` order."""
-        with oar.no_grad():
-            return self.executor.run_arrays(arrays)
+        """The outputs for inputs given in ``input_names`` order (arrays in, arrays out: no tensor
+        is made, so no gradient is ever recorded)."""
+        return self.executor.run_arrays(arrays)
 
     def __call__(self, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         return dict(zip(self.output_names, self.run_list([inputs[n] for n in self.input_names])))
