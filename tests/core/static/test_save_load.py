@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import warnings
 
 import numpy as np
 import pytest
@@ -204,3 +205,22 @@ def test_core_translated_layer_works_without_nn(saved):
     with pytest.raises(ArgumentError):
         layer.set_state_dict({"v": np.zeros([3, 2])})
     assert layer.eval().training is False and layer.train().training is True
+
+
+def test_attention_reshapes_keep_a_dynamic_batch(tmp_path):
+    """reshape(x, [0, 0, heads, head_dim]) -- how attention splits heads -- is captured once for any
+    batch (its first copied dim is inferred when the program runs), so a saved encoder layer
+    serves every batch size (it was saved for the traced batch of 2, with a warning)."""
+    nn = pytest.importorskip("oar.nn", reason="oar-nn is not installed in this session")
+    layer = nn.TransformerEncoderLayer(16, 2, 32, dropout=0.0)
+    layer.eval()
+    prefix = str(tmp_path / "encoder")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "depends on the size of a dim" warning
+        oar.jit.save(layer, prefix, input_spec=[InputSpec([None, 5, 16], "float32", "x")])
+    loaded = oar.jit.load(prefix)
+    assert loaded.input_spec[0].shape == (-1, 5, 16)
+    for batch in (1, 3):
+        x = oar.rand([batch, 5, 16])
+        with oar.no_grad():
+            np.testing.assert_allclose(loaded(x).numpy(), layer(x).numpy(), rtol=1e-5, atol=1e-6)

@@ -120,7 +120,8 @@ def _reshape_kernel(x, shape):
 
 
 def _reshape_meta(x: TensorMeta, shape) -> TensorMeta:
-    return TensorMeta(resolve_reshape("reshape", x.shape, shape, copy_zeros=False), x.dtype)
+    out = resolve_reshape("reshape", x.shape, shape, copy_zeros=False)
+    return TensorMeta(tuple(None if d == -1 else d for d in out), x.dtype)  # -1 of a dynamic input: dynamic
 
 
 reshape_op = Op("reshape", reference=_reshape_kernel, meta=_reshape_meta, traits=VIEW, per_sample=same_samples)
@@ -154,7 +155,14 @@ def reshape(x, shape, name=None) -> Tensor:
     resolved = resolve_reshape("reshape", x._data.shape, shape)
     if resolved == x._data.shape:
         return x
-    return dispatch(reshape_op, (x,), {"shape": list(resolved)})
+    attr = list(resolved)
+    if -1 not in shape and 0 in shape:
+        # The first copied dim is inferred when the op runs, so that a program captured with a
+        # dynamic batch (reshape(x, [0, 0, heads, head_dim]) in attention) serves any batch size.
+        attr[shape.index(0)] = -1
+    elif -1 in shape:
+        attr[shape.index(-1)] = -1
+    return dispatch(reshape_op, (x,), {"shape": attr})
 
 
 # -- flatten ----------------------------------------------------------------------------------
