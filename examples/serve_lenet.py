@@ -57,7 +57,7 @@ def main(workdir: str) -> None:
     # 3. A model repository: models/lenet/1/model.json, models/lenet/config.json.
     repository = os.path.join(workdir, "models")
     write_repository(prefix, repository, "lenet", version=1,
-                     config={"max_batch_size": 32, "max_queue_delay_ms": 2})
+                     config={"max_batch_size": 32, "max_queue_delay_ms": 0})
 
     # 4. Two stateless replicas on two ports: behind any HTTP load balancer they are one service.
     with ServerProcess(repository, port=None) as first, ServerProcess(repository, port=None) as second:

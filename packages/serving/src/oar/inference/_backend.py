@@ -74,8 +74,7 @@ def load(program_file: str, settings: Mapping) -> OarRunner:
     ``Config.to_dict()``, and ``settings["params_file"]`` the parameters file."""
     prefix = program_file[: -len(PROGRAM_SUFFIX)] if program_file.endswith(PROGRAM_SUFFIX) else program_file
     params = settings.get("params_file")
-    configs = {"params_filename": os.path.relpath(params, os.path.dirname(prefix) or ".")} if params else {}
-    layer = oar.jit.load(prefix, **configs)
+    layer = oar.jit.load(prefix, **({"params_filename": os.path.abspath(params)} if params else {}))
     layer.eval()
     program = layer.program()
     level = int(settings.get("optimization_level", 2))

@@ -17,5 +17,5 @@ def oar_register_config_groups(config_groups):
     # (and, with serve.start=true, the server itself, until SIGTERM or Ctrl-C).
     config_groups.register("serve/oar", {
         "_target_": "oar.serving.serve_exported", "_partial_": True, "start": False, "host": "127.0.0.1",
-        "port": 8000, "workers": 1, "max_batch_size": 32, "max_queue_delay_ms": 2.0,
+        "port": 8000, "workers": 1, "max_batch_size": 32, "max_queue_delay_ms": 0.0,
     })

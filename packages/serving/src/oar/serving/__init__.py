@@ -13,42 +13,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
-import tempfile
 
-from oar.serving.app import API_KEY_ENV, DEFAULT_MAX_REQUEST_BYTES, OPTIONS_ENV, create_app
+from oar.serving.app import API_KEY_ENV, create_app
 from oar.serving.process import ServerProcess, free_port
 from oar.serving.repository import CONFIG_FILE, ModelConfig, load_repository
+from oar.serving.server import serve
 from oar.utils import atomic_file
-
-
-def serve(model_repository: str, *, host: str = "127.0.0.1", port: int = 8000, workers: int = 1,
-          api_key: str | None = None, max_request_bytes: int | None = None, graceful_shutdown_s: float = 30.0,
-          log_level: str = "info") -> None:
-    """Serve ``model_repository`` on uvicorn until SIGTERM or Ctrl-C (then finish the accepted
-    requests and return)."""
-    import uvicorn  # deferred (import time): building the app needs no server
-
-    options = {"model_repository": os.path.abspath(model_repository), "log_level": log_level,
-               "max_request_bytes": max_request_bytes or DEFAULT_MAX_REQUEST_BYTES}
-    if api_key:
-        options["api_key"] = api_key
-    os.environ[OPTIONS_ENV] = json.dumps(options)
-    metrics_dir = None
-    if workers > 1 and not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
-        metrics_dir = tempfile.mkdtemp(prefix="oar-serve-metrics-")  # /metrics sums over the workers
-        os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir
-    # uvicorn stops gracefully on SIGTERM/SIGINT and then raises the signal again under the handler
-    # it found: with these, that second signal is only noted, and a graceful stop exits 0.
-    stopped_by: list[int] = []
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda signum, frame: stopped_by.append(signum))
-    try:
-        uvicorn.run("oar.serving.app:app_from_environment", factory=True, host=host, port=port, workers=workers,
-                    log_level=log_level, timeout_graceful_shutdown=graceful_shutdown_s, access_log=False)
-    finally:
-        if metrics_dir is not None:
-            shutil.rmtree(metrics_dir, ignore_errors=True)
 
 
 def write_repository(model_prefix: str, directory: str, name: str, version: int = 1,
@@ -71,7 +41,7 @@ def write_repository(model_prefix: str, directory: str, name: str, version: int 
 
 
 def serve_exported(model_prefix: str, *, start: bool = False, host: str = "127.0.0.1", port: int = 8000,
-                   workers: int = 1, max_batch_size: int = 32, max_queue_delay_ms: float = 2.0) -> str:
+                   workers: int = 1, max_batch_size: int = 32, max_queue_delay_ms: float = 0.0) -> str:
     """What ``oar-run serve=oar`` does after training: write a serving folder beside the run's
     exported model (``<run>/serving/models/<name>/1/`` and a README with the command that serves
     it) and, with ``start=True``, serve it until SIGTERM or Ctrl-C. Returns the folder."""

@@ -34,7 +34,8 @@ class ModelConfig:
     """A model's serving settings (``DIR/<model>/config.json``; every field optional).
 
     ``max_batch_size``: the most rows one batched run takes (0: no dynamic batching);
-    ``max_queue_delay_ms``: how long the first request of a batch waits for others;
+    ``max_queue_delay_ms``: how long the first request of a batch waits for others (0: it runs as
+    soon as a slot is free, with what queued meanwhile);
     ``max_queue_size``: requests waiting beyond this are answered 503 at once;
     ``timeout_ms``: a request not answered by then gets 504; ``max_concurrency``: batches of
     this model running at once (each on its own predictor over shared weights); ``threads``:
@@ -43,7 +44,7 @@ class ModelConfig:
     """
 
     max_batch_size: int = 32
-    max_queue_delay_ms: float = 2.0
+    max_queue_delay_ms: float = 0.0
     max_queue_size: int = 256
     timeout_ms: float = 30_000.0
     max_concurrency: int = 1
