@@ -95,6 +95,43 @@ class PaddleAPIWorkloads:
         model.set_state_dict({key: self.fw.to_tensor(value) for key, value in suite.weights(name).items()})
         return model
 
+    # -- W9: the deployment path's models ----------------------------------------------------------
+
+    def w9_model(self, name: str):
+        """W9's ``name`` (a key of suite.W9_MODELS) in eval mode with suite.seeded_state's weights."""
+        fw = self.fw
+        nn = fw.nn
+        if name == "lenet_doc":  # LeNet as Paddle's tutorial writes it (5x5 first convolution, padding 2)
+            model = nn.Sequential(
+                nn.Conv2D(in_channels=1, out_channels=6, kernel_size=5, stride=1, padding=2), nn.ReLU(),
+                nn.MaxPool2D(kernel_size=2, stride=2),
+                nn.Conv2D(in_channels=6, out_channels=16, kernel_size=5, stride=1), nn.ReLU(),
+                nn.MaxPool2D(kernel_size=2, stride=2), nn.Flatten(),
+                nn.Linear(in_features=400, out_features=120), nn.Linear(in_features=120, out_features=84),
+                nn.Linear(in_features=84, out_features=10))
+        elif name in ("resnet18", "mobilenet_v2"):
+            from importlib import import_module
+
+            model = getattr(import_module(f"{fw.__name__}.vision.models"), name)()
+        elif name == "encoder":
+            model = self.models["encoder"]()
+        else:
+            raise ValueError(f"no W9 model {name!r}")
+        shapes = {key: list(value.shape) for key, value in model.state_dict().items()}
+        model.set_state_dict({key: fw.to_tensor(value) for key, value in suite.seeded_state(name, shapes).items()})
+        model.eval()
+        return model
+
+    def w9_save(self, name: str, batch: int, directory: str) -> str:
+        """Save W9's ``name`` for inference as Paddle code does (``jit.to_static`` with an InputSpec,
+        ``full_graph=True``, then ``jit.save``); returns the path prefix (``.json`` + ``.pdiparams``)."""
+        fw = self.fw
+        _, shape, _ = suite.W9_MODELS[name]
+        spec = [fw.static.InputSpec([suite.w9_spec_batch(name, batch), *shape], "float32", name="x")]
+        prefix = suite.w9_prefix(directory, name, batch)
+        fw.jit.save(fw.jit.to_static(self.w9_model(name), input_spec=spec, full_graph=True), prefix)
+        return prefix
+
     # -- steps: each returns a callable that runs one step and returns the loss -----------------
 
     def step(self, workload: str) -> tuple[Callable[[], object], Callable[[], float]]:

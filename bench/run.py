@@ -21,6 +21,14 @@ bench/paddle_api.py and run by oar and Paddle alike):
     W6  LeNet inference at batch 1 and 64: eager no_grad, and each framework's graph path
     W7  machine limits: numpy GEMM 1024^3 and a 16M-element add; the frameworks' matmul, linear, add
     W8  oar's DataLoader with 0 and 2 worker processes
+    W9  deployment engines on whole models, the same weights everywhere: oar's Predictor
+        (oar.jit.save, oar.inference.create_predictor, infer), ONNX Runtime (torch.onnx.export),
+        Paddle Inference with and without oneDNN, torch eager no_grad as a reference; Paddle's
+        tutorial LeNet at batch 1 and 64, ResNet18 and MobileNetV2 at 1 and 8 x 3x224x224, the
+        W5 encoder layer at batch 1 and 8; outputs compared element by element
+    W10 load test of oar's HTTP server (python -m oar.serving, bench/serving_load.py): 16 clients
+        for 15 s each sending batch-1 LeNet requests, with and without dynamic batching (oar only,
+        one round whatever --rounds says)
 """
 
 from __future__ import annotations
@@ -40,16 +48,28 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 from pin_threads import thread_environment
-from suite import STEP_CASES, W1_CASES, W7_CASES, w6_case
+from suite import FINGERPRINT_SIZE, STEP_CASES, W1_CASES, W7_CASES, W9_MODELS, w6_case, w9_case
 
 BENCH = Path(__file__).resolve().parent
 RESULTS_FILE = BENCH.parent / "docs" / "benchmarks.md"
-WORKLOADS = ("W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8")
+WORKLOADS = ("W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9", "W10")
 FRAMEWORKS = ("oar", "torch", "paddle", "onnxruntime")
 MODULES = {"oar": "oar", "torch": "torch", "paddle": "paddle", "onnxruntime": "onnxruntime"}
-# Which frameworks run which workloads: ONNX Runtime only serves W6; W8 is oar's own DataLoader.
-RUNS = {"onnxruntime": {"W6"}, "torch": set(WORKLOADS) - {"W8"}, "paddle": set(WORKLOADS) - {"W8"}}
+# Which frameworks run which workloads: ONNX Runtime only serves W6 and W9; W8 is oar's own
+# DataLoader and W10 oar's own server.
+RUNS = {"onnxruntime": {"W6", "W9"}, "torch": set(WORKLOADS) - {"W8", "W10"},
+        "paddle": set(WORKLOADS) - {"W8", "W10"}}
+ONCE = {"W10"}  # one round whatever --rounds says: 16 clients for 15 s per configuration are samples enough
+OWN_TABLES = {"W9", "W10"}  # reported in tables of their own, not in the main one
+# W9's columns: the oar Predictor, then the engines it is measured against; Paddle's worker fills two.
+W9_COLUMNS = (("oar", "oar Predictor", ""), ("onnxruntime", "onnxruntime", "oar/ort"),
+              ("paddle-onednn", "Paddle Inference oneDNN", "oar/Paddle oneDNN"),
+              ("paddle-plain", "Paddle Inference no oneDNN", "oar/Paddle no oneDNN"),
+              ("torch", "torch eager no_grad", "oar/torch"))  # (column, header, ratio header)
+W9_FRAMEWORK = {"paddle-onednn": "paddle", "paddle-plain": "paddle"}  # a column's framework, where not its name
+W9_TOLERANCE = 1e-3  # largest |difference| from the frameworks' median, relative to the largest |output|
 W6_ORDER = {w6_case(batch, path): i for i, (batch, path) in
             enumerate([("b1", "eager"), ("b1", "graph"), ("b64", "eager"), ("b64", "graph")])}
 WORKER_TIMEOUT_S = 900
@@ -67,6 +87,8 @@ class Cell:
     checks: list[float] = field(default_factory=list)
     note: str = ""
     unavailable: str = ""
+    fingerprint: list[float] | None = None  # W9: the first round's output values (suite.fingerprint)
+    extra: dict[str, float] = field(default_factory=dict)  # W10: the load test's further figures
 
     @property
     def value(self) -> float | None:
@@ -78,20 +100,27 @@ class Run:
     """Everything measured at one thread count."""
 
     threads: int
-    cells: dict[tuple[str, str], dict[str, Cell]] = field(default_factory=dict)  # (workload, case) -> framework
+    cells: dict[tuple[str, str], dict[str, Cell]] = field(default_factory=dict)  # (workload, case) -> column
     versions: dict[str, str] = field(default_factory=dict)
     details: dict[str, str] = field(default_factory=dict)
     failures: list[str] = field(default_factory=list)
     load: tuple[float, float] = (0.0, 0.0)  # the 1-minute load average before and after
+    workloads: set[str] = field(default_factory=set)  # the workloads this run was asked to measure
 
     def add(self, framework: str, case: dict) -> None:
+        """Pool one case of a worker's result into its cell: the framework's column, or the one the
+        case names (W9's Paddle with and without oneDNN)."""
         row = self.cells.setdefault((case["workload"], case["case"]), {})
-        cell = row.setdefault(framework, Cell(case["unit"], higher_is_better=case["higher_is_better"]))
+        column = case.get("column") or framework
+        cell = row.setdefault(column, Cell(case["unit"], higher_is_better=case["higher_is_better"]))
         cell.samples.extend(case["samples"])
         if case["check"] is not None:
             cell.checks.append(case["check"])
         cell.note = case["note"] or cell.note
         cell.unavailable = case["unavailable"] or cell.unavailable
+        if case.get("fingerprint") and cell.fingerprint is None:
+            cell.fingerprint = case["fingerprint"]
+        cell.extra.update(case.get("extra") or {})
 
 
 def framework_status(selected: list[str]) -> dict[str, str]:
@@ -125,22 +154,25 @@ def run_worker(framework: str, workload: str, threads: int, args: argparse.Names
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def measure(threads: int, frameworks: list[str], args: argparse.Namespace, onnx_model: str | None,
+def measure(threads: int, frameworks: list[str], args: argparse.Namespace, onnx_models: dict[str, list[str]],
             log) -> Run:
-    run = Run(threads)
+    """Every workload at ``threads``; ``onnx_models`` holds the ONNX Runtime worker's arguments per
+    workload (its model files), a workload without them has no ONNX Runtime run."""
+    run = Run(threads, workloads=set(args.workloads))
     load_before = os.getloadavg()[0]
     for workload in args.workloads:
         runners = [f for f in frameworks if workload in RUNS.get(f, set(WORKLOADS))]
-        for round_index in range(args.rounds):
+        rounds = 1 if workload in ONCE else args.rounds
+        for round_index in range(rounds):
             for framework in runners:
                 extra = []
                 if framework == "onnxruntime":
-                    if onnx_model is None:
+                    if workload not in onnx_models:
                         continue
-                    extra = ["--model", onnx_model]
+                    extra = onnx_models[workload]
                 started = time.perf_counter()
                 result = run_worker(framework, workload, threads, args, extra)
-                log(f"  {threads} thread(s) {workload} round {round_index + 1}/{args.rounds} {framework}: "
+                log(f"  {threads} thread(s) {workload} round {round_index + 1}/{rounds} {framework}: "
                     f"{time.perf_counter() - started:.1f} s" + (f" FAILED {result['error']}" if "error" in result else ""))
                 if "error" in result:
                     run.failures.append(f"{framework} {workload}: {result['error']}")
@@ -163,6 +195,17 @@ def export_onnx(directory: str, args: argparse.Namespace, log) -> tuple[str | No
         log(f"  {reason}")
         return None, reason
     return path, ""
+
+
+def export_w9_onnx(directory: str, args: argparse.Namespace, log) -> tuple[str | None, str]:
+    """W9's ONNX models for the onnxruntime worker, written by the torch worker into ``directory``."""
+    quick = argparse.Namespace(**{**vars(args), "quick": True, "repeats": None})
+    result = run_worker("torch", "W9", 1, quick, ["--export-onnx-dir", directory])
+    if "error" in result:
+        reason = f"the ONNX export of W9's models failed: {result['error']}"
+        log(f"  {reason}")
+        return None, reason
+    return directory, ""
 
 
 # -- the tables ----------------------------------------------------------------------------------
@@ -194,8 +237,8 @@ class Table:
             return self.status[framework]
         if workload not in RUNS.get(framework, set(WORKLOADS)):
             return "—"
-        if framework in self.absent_reasons:
-            return self.footnote(self.absent_reasons[framework])
+        if (framework, workload) in self.absent_reasons:
+            return self.footnote(self.absent_reasons[(framework, workload)])
         cell = row.get(framework)
         if cell is None:
             failed = [f for f in self.run.failures if f.startswith(f"{framework} {workload}:")]
@@ -205,16 +248,20 @@ class Table:
         return fmt(cell.value)
 
     def footnote(self, text: str) -> str:
+        return f"n/a {self.reference(text)}"
+
+    def reference(self, text: str) -> str:
         if text not in self.footnotes:
             self.footnotes.append(text)
-        return f"n/a [{self.footnotes.index(text) + 1}]"
+        return f"[{self.footnotes.index(text) + 1}]"
 
     def markdown(self) -> str:
         peers = FRAMEWORKS[1:]
         header = ["workload", "case", "unit", *FRAMEWORKS, *(f"oar/{p}" for p in peers)]
         lines = ["| " + " | ".join(header) + " |",
                  "| " + " | ".join(["---", "---", "---"] + ["---:"] * (len(header) - 3)) + " |"]
-        rows = sorted(self.run.cells.items(), key=lambda kv: (kv[0][0], W6_ORDER.get(kv[0][1], 0)))
+        rows = sorted(((key, row) for key, row in self.run.cells.items() if key[0] not in OWN_TABLES),
+                      key=lambda kv: (int(kv[0][0][1:]), W6_ORDER.get(kv[0][1], 0)))
         for (workload, case), row in rows:
             unit = next(iter(row.values())).unit
             values = [self.cell(f, workload, row) for f in FRAMEWORKS]
@@ -238,7 +285,8 @@ def load_note(run: Run) -> str:
 
 
 def graph_notes(run: Run) -> str:
-    notes = sorted({f"{f}: {c.note}" for row in run.cells.values() for f, c in row.items() if c.note})
+    notes = sorted({f"{f}: {c.note}" for (workload, _), row in run.cells.items() if workload == "W6"
+                    for f, c in row.items() if c.note})
     return "W6 graph paths: " + "; ".join(notes) + "." if notes else ""
 
 
@@ -248,7 +296,7 @@ def agreement(run: Run) -> str:
     compared = 0
     for (workload, case), row in run.cells.items():
         reference = row.get("oar")
-        if reference is None or not reference.checks:
+        if workload in OWN_TABLES or reference is None or not reference.checks:  # W9 compares whole outputs
             continue
         for framework, cell in row.items():
             if framework == "oar" or not cell.checks:
@@ -263,6 +311,184 @@ def agreement(run: Run) -> str:
     verdict = "agree" if worst[0] < 1e-3 else "DIFFER"
     return (f"Same initialisation: the first loss (or output) of every case is compared between oar and each peer; "
             f"they {verdict} ({compared} comparisons, largest relative difference {worst[0]:.1e}: {worst[1]}).")
+
+
+# -- W9 and W10: tables of their own ------------------------------------------------------------
+
+def w9_keys() -> list[tuple[str, int]]:
+    return [(model, batch) for model, (_, _, batches) in W9_MODELS.items() for batch in batches]
+
+
+def w9_differences(run: Run) -> dict[tuple[str, str], float]:
+    """``{(case, column): d}`` for every W9 output compared: ``d`` the largest |difference| of its
+    fingerprint from the element-wise median of every column's, over the largest |median value|.
+    The median of all engines is the reference, so one that is off stands out whichever it is."""
+    out = {}
+    for model, batch in w9_keys():
+        case = w9_case(model, batch)
+        row = run.cells.get(("W9", case), {})
+        prints = {column: np.asarray(cell.fingerprint) for column, cell in row.items() if cell.fingerprint}
+        if len(prints) < 2 or len({p.shape for p in prints.values()}) != 1:
+            continue
+        median = np.median(np.stack(list(prints.values())), axis=0)
+        scale = max(float(np.abs(median).max()), 1e-12)
+        for column, values in prints.items():
+            out[(case, column)] = float(np.abs(values - median).max()) / scale
+    return out
+
+
+def w9_differs(run: Run) -> set[tuple[str, str]]:
+    return {key for key, d in w9_differences(run).items() if d > W9_TOLERANCE}
+
+
+class W9Table(Table):
+    """W9's table: one row per model and batch, a column per engine (Paddle's twice)."""
+
+    def column_cell(self, column: str, row: dict[str, Cell], case: str, differs: set) -> str:
+        framework = W9_FRAMEWORK.get(column, column)
+        if self.status[framework]:
+            return self.status[framework]
+        if (framework, "W9") in self.absent_reasons:
+            return self.footnote(self.absent_reasons[(framework, "W9")])
+        cell = row.get(column)
+        if cell is None:
+            failed = [f for f in self.run.failures if f.startswith(f"{framework} W9:")]
+            return self.footnote(failed[0]) if failed else "—"
+        if cell.value is None:
+            return self.footnote(cell.unavailable or "no samples")
+        if (case, column) in differs:
+            d = w9_differences(self.run)[(case, column)]
+            return f"{fmt(cell.value)} differs " + self.reference(
+                f"{column}'s output differs from the engines' median by {d:.1e} of the largest |output|: flagged, "
+                f"not compared")
+        return fmt(cell.value)
+
+    def markdown(self) -> str:
+        differs = w9_differs(self.run)
+        peers = W9_COLUMNS[1:]
+        header = ["model, batch (W9)", *(label for _, label, _ in W9_COLUMNS), *(ratio for _, _, ratio in peers)]
+        lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(["---"] + ["---:"] * (len(header) - 1)) + " |"]
+        for model, batch in w9_keys():
+            case = w9_case(model, batch)
+            row = self.run.cells.get(("W9", case), {})
+            values = [self.column_cell(column, row, case, differs) for column, _, _ in W9_COLUMNS]
+            ratios = []
+            for column, _, _ in peers:
+                ratio = None if {(case, "oar"), (case, column)} & differs else time_ratio(row.get("oar"), row.get(column))
+                ratios.append(f"{ratio:.2f}x" if ratio is not None else "")
+            lines.append("| " + " | ".join([case, *values, *ratios]) + " |")
+        notes = [f"[{i + 1}] {text}" for i, text in enumerate(self.footnotes)]
+        return "\n".join(lines + ([""] + notes if notes else []))
+
+
+def w9_agreement(run: Run) -> str:
+    differences = w9_differences(run)
+    if not differences:
+        return ""
+    (case, column), worst = max(differences.items(), key=lambda kv: kv[1])
+    flagged = sorted(f"{column} on {case}" for (case, column), d in differences.items() if d > W9_TOLERANCE)
+    verdict = ("they agree" if not flagged else f"they DIFFER: {'; '.join(flagged)} (flagged in the table, left out "
+               f"of the ratios and targets)")
+    return (f"W9 outputs: {len(differences)} outputs compared, {FINGERPRINT_SIZE} values each at fixed "
+            f"positions, with the element-wise median of every engine's; {verdict} (tolerance {W9_TOLERANCE:g} of the "
+            f"largest |output|; largest difference {worst:.1e}, {column} on {case}).")
+
+
+def w9_targets(run: Run) -> list[dict]:
+    """Issue 15's W9 targets at this thread count, one row per model and batch: the oar Predictor
+    within 1.3x of ONNX Runtime at batch 1 and no slower at the large batch, and faster than Paddle
+    Inference with and without oneDNN."""
+    differs = w9_differs(run)
+    rows = []
+    for model, batch in w9_keys():
+        case = w9_case(model, batch)
+        row = run.cells.get(("W9", case), {})
+        oar = row.get("oar")
+        small = batch == min(W9_MODELS[model][2])
+        checks = {}
+        for column, limit, strict in (("onnxruntime", 1.3 if small else 1.0, False), ("paddle-onednn", 1.0, True),
+                                      ("paddle-plain", 1.0, True)):
+            ratio = None if {(case, "oar"), (case, column)} & differs else time_ratio(oar, row.get(column))
+            met = None if ratio is None else (ratio < limit if strict else ratio <= limit)
+            checks[column] = {"ratio": ratio, "limit": limit, "strict": strict, "met": met}
+        rows.append({"model": model, "batch": batch, "case": case,
+                     "oar": oar.value if oar is not None else None, "checks": checks})
+    return rows
+
+
+def w9_targets_markdown(rows: list[dict]) -> str:
+    lines = ["| model, batch (W9) | oar Predictor ms | oar/onnxruntime (batch 1: <= 1.3x, large batch: <= 1.0x) | "
+             "oar/Paddle Inference oneDNN (< 1.0x) | oar/Paddle Inference no oneDNN (< 1.0x) |",
+             "| --- | ---: | --- | --- | --- |"]
+    for row in rows:
+        cells = []
+        for column in ("onnxruntime", "paddle-onednn", "paddle-plain"):
+            check = row["checks"][column]
+            if check["met"] is None:
+                cells.append("—")
+            else:
+                cells.append(f"{check['ratio']:.2f}x " + ("met" if check["met"] else "**missed**"))
+        oar = fmt(row["oar"]) if row["oar"] is not None else "—"
+        lines.append(f"| {row['case']} | {oar} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def w10_cells(run: Run) -> list[tuple[str, Cell]]:
+    return [(case, row["oar"]) for (workload, case), row in run.cells.items() if workload == "W10" and "oar" in row]
+
+
+def w10_markdown(run: Run) -> str:
+    cells = w10_cells(run)
+    if not cells:
+        return ""
+    lines = ["| server configuration (W10) | workers | answers | errors | requests/s | p50 ms | p99 ms | rows per run | "
+             "server CPU | client CPU |", "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    notes = []
+    for case, cell in cells:
+        if cell.value is None:
+            lines.append(f"| {case} | n/a: {cell.unavailable or 'no samples'} |  |  |  |  |  |  |  |  |")
+            continue
+        e = cell.extra
+        lines.append(f"| {case} | {e['workers']:.0f} | {e['requests']:.0f} | {e['errors']:.0f} | {cell.value:.0f} | "
+                     f"{e['p50_ms']:.2f} | {e['p99_ms']:.2f} | {e['mean_batch']:.2f} | {e['server_cpu']:.2f} | "
+                     f"{e['client_cpu']:.2f} |")
+        if cell.note:
+            notes.append(f"{case}: {cell.note}")
+    clients = next((c.extra.get("clients") for _, c in cells if c.extra), None)
+    seconds = next((c.extra.get("seconds") for _, c in cells if c.extra), None)
+    text = "\n".join(lines)
+    if clients:
+        text += (f"\n\n{clients:.0f} clients for {seconds:.0f} s per configuration, batch-1 requests in the binary "
+                 f"tensor form, every answer checked against the Predictor's; CPU in seconds per second of wall "
+                 f"time (the server's process tree, the clients' process), on the same {os.cpu_count()} cores.")
+    if notes:
+        text += "\n\nErrors seen: " + "; ".join(notes)
+    return text
+
+
+def w10_targets(run: Run) -> list[dict]:
+    cells = dict(w10_cells(run))
+    measured = {case: c for case, c in cells.items() if c.value is not None}
+    rows = []
+    if measured:
+        errors = sum(c.extra.get("errors", 0) for c in measured.values())
+        answers = sum(c.extra.get("requests", 0) for c in measured.values())
+        rows.append({"target": "W10 zero errors in every configuration (each answer equal to the Predictor's)",
+                     "measured": f"{errors:.0f} errors, {answers:.0f} answers", "met": errors == 0})
+    batching = next((c for case, c in measured.items() if case.startswith("dynamic batching (default")), None)
+    plain = next((c for case, c in measured.items() if case.startswith("no batching (max_batch_size 0)")), None)
+    if batching is not None and plain is not None:
+        ratio = batching.value / plain.value
+        rows.append({"target": "W10 throughput with dynamic batching at least 2x without (max_batch_size 0)",
+                     "measured": f"{ratio:.2f}x ({batching.value:.0f} vs {plain.value:.0f} requests/s)",
+                     "met": ratio >= 2.0})
+    return rows
+
+
+def w10_targets_markdown(rows: list[dict]) -> str:
+    lines = ["| target | measured | met |", "| --- | --- | --- |"]
+    lines += [f"| {r['target']} | {r['measured']} | {'met' if r['met'] else '**missed**'} |" for r in rows]
+    return "\n".join(lines)
 
 
 # -- the targets of issue 7 ----------------------------------------------------------------------
@@ -325,15 +551,17 @@ def targets_markdown(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def profile_section(workloads: list[str], log) -> str:
-    """cProfile summaries of oar's step for ``workloads`` (bench/profile_oar.py, one thread)."""
+def profile_section(workloads: list[str], log, w9_cases: list[tuple[str, int]] | None = None) -> str:
+    """cProfile summaries of oar's step for ``workloads`` (bench/profile_oar.py, one thread); with
+    W9, one line per ``(model, batch)`` of ``w9_cases`` (default: every one)."""
     if not workloads:
         return ""
     log(f"  profiling oar: {' '.join(workloads)}")
     env = os.environ.copy()
     env.update(thread_environment(1))
-    done = subprocess.run([sys.executable, str(BENCH / "profile_oar.py"), *workloads, "--threads", "1", "--top", "8"],
-                          capture_output=True, text=True, env=env, cwd=BENCH, timeout=WORKER_TIMEOUT_S)
+    cases = ["--cases", *(f"{model}:{batch}" for model, batch in w9_cases)] if "W9" in workloads and w9_cases else []
+    done = subprocess.run([sys.executable, str(BENCH / "profile_oar.py"), *workloads, "--threads", "1", "--top", "8",
+                           *cases], capture_output=True, text=True, env=env, cwd=BENCH, timeout=WORKER_TIMEOUT_S)
     if done.returncode != 0:
         return f"(profiling failed: {done.stderr.strip().splitlines()[-1:]})"
     return done.stdout.strip()
@@ -353,11 +581,14 @@ def machine_description() -> str:
 
 def versions_markdown(runs: list[Run], status: dict[str, str]) -> str:
     lines = []
+    measured = set().union(*(r.workloads for r in runs))
     for framework in FRAMEWORKS:
         version = next((r.versions[framework] for r in runs if framework in r.versions), None)
         detail = next((r.details[framework] for r in runs if framework in r.details), "")
         if status[framework]:
             lines.append(f"- {framework}: {status[framework]}")
+        elif version is None and not RUNS.get(framework, set(WORKLOADS)) & measured:
+            lines.append(f"- {framework}: installed; it runs none of the workloads measured here")
         elif version is None:
             lines.append(f"- {framework}: installed, but no worker finished")
         else:
@@ -365,15 +596,28 @@ def versions_markdown(runs: list[Run], status: dict[str, str]) -> str:
     return "\n".join(lines)
 
 
-def report(runs: list[Run], status: dict[str, str], absent_reasons: dict[str, str], profile: str,
+def report(runs: list[Run], status: dict[str, str], absent_reasons: dict[tuple[str, str], str], profile: str,
            elapsed_s: float) -> str:
     parts = [versions_markdown(runs, status)]
     for run in runs:
-        table = Table(run, status, absent_reasons)
         plural = "s" if run.threads > 1 else ""
-        parts += [f"### {run.threads} thread{plural}", load_note(run), table.markdown()]
-        parts += [text for text in (graph_notes(run), agreement(run)) if text]
-        parts += ["Targets of issue 7:", targets_markdown(targets(run))]
+        parts += [f"### {run.threads} thread{plural}", load_note(run)]
+        workloads = {workload for workload, _ in run.cells} | {f.split(" ")[1].rstrip(":") for f in run.failures}
+        if workloads - OWN_TABLES:
+            parts.append(Table(run, status, absent_reasons).markdown())
+            parts += [text for text in (graph_notes(run), agreement(run)) if text]
+            parts += ["Targets of issue 7:", targets_markdown(targets(run))]
+        if "W9" in workloads:
+            parts += ["W9, inference through each framework's deployment engine (ms per call; the ratios are the oar "
+                      "Predictor's time over each engine's):", W9Table(run, status, absent_reasons).markdown()]
+            parts += [text for text in (w9_agreement(run),) if text]
+            parts += ["Targets of issue 15, W9:", w9_targets_markdown(w9_targets(run))]
+        if "W10" in workloads and w10_cells(run):
+            parts += ["W10, load test of `python -m oar.serving` (Paddle's tutorial LeNet, batch-1 requests):",
+                      w10_markdown(run)]
+            rows = w10_targets(run)
+            if rows:
+                parts += ["Targets of issue 15, W10:", w10_targets_markdown(rows)]
         if run.failures:
             parts.append("Failed workers: " + "; ".join(run.failures))
     if profile:
@@ -420,6 +664,27 @@ slower**. Compare ratios between runs on different machines, not absolute number
   oar's cpu kernels), then each framework's `matmul`, `linear` (GEMM + bias) and `a + b` (which
   allocates its result).
 - **W8** oar's DataLoader over a dataset that sleeps 1 ms per sample, with 0 and 2 worker processes.
+- **W9** deployment engines on whole models, with the same weights everywhere (bench/suite.py's
+  `seeded_state`: each tensor from a seed of its model's and its own name, so every framework that
+  names a weight alike loads the same numbers): Paddle's tutorial LeNet (`Sequential(Conv2D(1, 6,
+  5, padding=2), ...)`) at batch 1 and 64, `vision.models.resnet18()` and `mobilenet_v2()` at 1
+  and 8 x 3x224x224, the W5 encoder layer at batch 1 and 8 x 128 tokens. Columns: the oar
+  Predictor (`oar.jit.save`, `oar.inference.create_predictor(Config(prefix))`, `infer([x])`),
+  ONNX Runtime (the torch worker's copies of the models, layer for layer with Paddle's names,
+  exported by `torch.onnx.export`), Paddle Inference (`paddle.jit.save`, `create_predictor`) with
+  `enable_mkldnn()` and with `disable_mkldnn()`, and torch eager under `no_grad` as a reference.
+  The encoder layer is saved once per batch size by every framework (oar's `to_static` captures
+  MultiHeadAttention's reshape per batch size). 64 values of every output, at fixed positions,
+  are compared with the element-wise median of all engines'; an engine off by more than 1e-3 of
+  the largest |output| is flagged in the table and left out of the ratios and targets.
+- **W10** load test of oar's HTTP server (`python -m oar.serving`, bench/serving_load.py; oar
+  only, one round): the W9 LeNet in a model repository, 16 asyncio clients on keep-alive
+  connections sending batch-1 requests (the binary tensor extension both ways, and one JSON
+  request) for 15 s per server configuration: dynamic batching (the default config), no batching
+  (`max_batch_size: 0`) and variants (`max_queue_delay_ms: 0`, `max_concurrency: 2`,
+  `--workers 2`). Every answer is compared with an in-process Predictor's; reported: errors,
+  requests/s, client-side p50 and p99 latency, rows per batched run (from `/metrics`) and the CPU
+  used by server and clients, which share the machine's cores.
 """
 
 
@@ -434,7 +699,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3, help="rounds of alternating processes (default: 3)")
     parser.add_argument("--repeats", type=int, default=None, help="timed samples per case and round (default: per workload)")
     parser.add_argument("--quick", action="store_true", help="one short sample per case: checks that everything runs")
-    parser.add_argument("--profile", nargs="*", choices=("W1", "W2", "W3", "W4", "W5", "W6"), default=None,
+    parser.add_argument("--profile", nargs="*", choices=("W1", "W2", "W3", "W4", "W5", "W6", "W9"), default=None,
                         metavar="W", help="profile oar's step of these workloads (default: those that miss a target)")
     parser.add_argument("--write", action="store_true", help="append the results to the --output file")
     parser.add_argument("--output", type=Path, default=RESULTS_FILE, help="where --write appends (default: %(default)s)")
@@ -448,25 +713,35 @@ def main(argv: list[str] | None = None) -> int:
         print(message, file=sys.stderr, flush=True)
 
     started = time.perf_counter()
-    absent_reasons: dict[str, str] = {}
+    absent_reasons: dict[tuple[str, str], str] = {}  # (framework, workload) -> why it has no figures
     with tempfile.TemporaryDirectory() as directory:
-        onnx_model = None
-        if "W6" in args.workloads and not status["onnxruntime"]:
+        onnx_models: dict[str, list[str]] = {}  # the onnxruntime worker's model arguments, per workload
+        for workload, export, flag in (("W6", export_onnx, "--model"), ("W9", export_w9_onnx, "--model-dir")):
+            if workload not in args.workloads or status["onnxruntime"]:
+                continue
             if not status["torch"]:
-                onnx_model, reason = export_onnx(directory, args, log)
+                target = os.path.join(directory, workload)
+                os.makedirs(target, exist_ok=True)
+                path, reason = export(target, args, log)
             else:
-                reason = f"the ONNX model is exported by torch, which is {status['torch']}"
-            if onnx_model is None:
-                absent_reasons["onnxruntime"] = reason
+                path, reason = None, f"the ONNX models are exported by torch, which is {status['torch']}"
+            if path is None:
+                absent_reasons[("onnxruntime", workload)] = reason
+            else:
+                onnx_models[workload] = [flag, path]
         active = [f for f in FRAMEWORKS if not status[f]]
-        runs = [measure(threads, active, args, onnx_model, log) for threads in args.threads]
+        runs = [measure(threads, active, args, onnx_models, log) for threads in args.threads]
 
+    w9_missed = sorted({(row["model"], row["batch"]) for run in runs for row in w9_targets(run)
+                        if any(check["met"] is False for check in row["checks"].values())},
+                       key=lambda key: list(w9_keys()).index(key))
     if args.profile is None:  # the oar steps behind every missed target, at the first thread count
         missed = {row["workload"] for row in targets(runs[0]) if row["met"] is False}
         profile_workloads = [w for w in ("W1", "W2", "W3", "W4", "W5", "W6") if w in missed]
+        profile_workloads += ["W9"] if w9_missed else []
     else:
         profile_workloads = args.profile
-    profile = "" if args.quick and args.profile is None else profile_section(profile_workloads, log)
+    profile = "" if args.quick and args.profile is None else profile_section(profile_workloads, log, w9_missed)
 
     text = report(runs, status, absent_reasons, profile, time.perf_counter() - started)
     print(machine_description())

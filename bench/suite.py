@@ -10,16 +10,18 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import statistics
 import sys
 import time
-from collections.abc import Callable
+import zlib
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
 SEED = 20261129
-WORKLOADS = ("W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8")
+WORKLOADS = ("W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9", "W10")
 
 
 @dataclass(frozen=True)
@@ -51,6 +53,16 @@ BUDGETS = {
     "W6 b64": Budget(calls=5, repeats=7, warmup=1),
     "W7": Budget(calls=1, repeats=5, warmup=2),
     "W8": Budget(calls=1, repeats=1, warmup=0),
+    # W9: whole models through the deployment engines; ResNet18 at batch 8 is ~0.4 s a call in oar
+    # and ~1 s in Paddle Inference without oneDNN, so the large cases take few samples.
+    "W9 lenet_doc b1": Budget(calls=50, repeats=7, max_seconds=5.0),
+    "W9 lenet_doc b64": Budget(calls=5, repeats=7, max_seconds=5.0),
+    "W9 resnet18 b1": Budget(calls=1, repeats=7, warmup=2, max_seconds=5.0),
+    "W9 resnet18 b8": Budget(calls=1, repeats=4, warmup=1, max_seconds=5.0),
+    "W9 mobilenet_v2 b1": Budget(calls=2, repeats=7, warmup=1, max_seconds=5.0),
+    "W9 mobilenet_v2 b8": Budget(calls=1, repeats=4, warmup=1, max_seconds=5.0),
+    "W9 encoder b1": Budget(calls=5, repeats=7, warmup=1, max_seconds=5.0),
+    "W9 encoder b8": Budget(calls=1, repeats=7, warmup=1, max_seconds=5.0),
 }
 
 # Shapes, the same for every framework.
@@ -71,6 +83,19 @@ STEP_CASES = {  # the training-step workloads' case names
 W7_CASES = {"matmul": f"matmul GEMM float32 {GEMM_N}x{GEMM_N}x{GEMM_N}",
             "linear": f"linear (GEMM + bias) {GEMM_N}x{GEMM_N}x{GEMM_N}",
             "add": "add float32, 16M elements"}
+# W9: model -> (label, input shape without the batch, (small batch, large batch)). Every framework
+# builds its own model of these (Paddle's and oar's vision.models, the torch worker's copies with
+# Paddle's layer names) and loads the same seeded weights (``seeded_state``).
+W9_MODELS = {
+    "lenet_doc": ("LeNet (Paddle's tutorial)", (1, 28, 28), (1, 64)),
+    "resnet18": ("ResNet18", (3, 224, 224), (1, 8)),
+    "mobilenet_v2": ("MobileNetV2", (3, 224, 224), (1, 8)),
+    "encoder": ("encoder layer d256 h4 ffn1024, 128 tokens", (ENCODER["seq"], ENCODER["d_model"]), (1, ENCODER["batch"])),
+}
+# Saved (and exported) once per batch size, with that batch in the input spec, by every framework:
+# oar's to_static captures MultiHeadAttention's reshape([0, 0, heads, head_dim]) per batch size, so
+# an oar model saved with a dynamic batch takes only the batch it was traced with.
+W9_FIXED_BATCH = frozenset({"encoder"})
 ADAM = {"learning_rate": 1e-3, "beta1": 0.9, "beta2": 0.999, "epsilon": 1e-8}
 MOMENTUM = {"learning_rate": 0.01, "momentum": 0.9}
 
@@ -142,6 +167,37 @@ def weights(model: str) -> dict[str, np.ndarray]:
     return state
 
 
+def seeded_state(model: str, shapes: Mapping[str, Sequence[int]]) -> dict[str, np.ndarray]:
+    """Weights for any model, given its state dict's names and shapes in Paddle's layout: each
+    tensor from its own seed (the model's and the key's name), so every framework that names a
+    weight alike gets the same numbers, whatever order its state dict lists them in.
+
+    Convolutions ``[out, in/groups, kh, kw]`` are He-uniform (the activations keep their scale
+    through a deep network; a default init makes MobileNetV2's outputs ~1e-7), Linear weights
+    ``[in, out]`` uniform in 1/sqrt(in), batch norm gets non-trivial statistics (so that folding it
+    into the convolution is exercised), layer norm weights near 1, biases small."""
+    norms = {key[: -len("_mean")] for key in shapes if key.endswith("._mean")}  # "bn1." of "bn1._mean"
+    state: dict[str, np.ndarray] = {}
+    for key, raw in shapes.items():
+        shape = tuple(int(d) for d in raw)
+        rng = np.random.default_rng([SEED, zlib.crc32(model.encode()), zlib.crc32(key.encode())])
+        prefix, _, leaf = key.rpartition(".")
+        if f"{prefix}." in norms:
+            low, high = {"weight": (0.5, 1.0), "bias": (-0.1, 0.1), "_mean": (-0.1, 0.1),
+                         "_variance": (0.5, 1.5)}[leaf]
+        elif len(shape) == 4:
+            low = -math.sqrt(6.0 / math.prod(shape[1:]))
+            high = -low
+        elif len(shape) == 2:
+            low, high = -1.0 / math.sqrt(shape[0]), 1.0 / math.sqrt(shape[0])
+        elif leaf == "weight":
+            low, high = 0.8, 1.2
+        else:
+            low, high = -0.1, 0.1
+        state[key] = rng.uniform(low, high, size=shape).astype(np.float32)
+    return state
+
+
 def inputs(workload: str) -> dict[str, np.ndarray]:
     """The input arrays of ``workload``: ``x`` (and ``y``, ``label``), from the fixed seed."""
     rng = np.random.default_rng([SEED, sum(map(ord, workload)), 1])
@@ -162,6 +218,10 @@ def inputs(workload: str) -> dict[str, np.ndarray]:
     if workload == "W6":
         x = rng.standard_normal((64, 1, 28, 28), dtype=np.float32)
         return {"b1": x[:1].copy(), "b64": x}
+    if workload in W9_MODELS:  # W9's models: "b<batch>" for both batches, the small one a slice of the large one
+        _, shape, batches = W9_MODELS[workload]
+        x = rng.standard_normal((max(batches), *shape), dtype=np.float32)
+        return {f"b{b}": x[:b].copy() for b in batches}
     raise ValueError(f"no inputs for {workload!r}")
 
 
@@ -169,6 +229,33 @@ def w6_case(batch: str, path: str) -> str:
     """W6's case names: ``batch`` is ``b1`` or ``b64``, ``path`` ``eager`` or ``graph``."""
     kind = "eager, no_grad" if path == "eager" else "graph / inference engine"
     return f"LeNet inference, batch {batch[1:]}, {kind}"
+
+
+def w9_case(model: str, batch: int) -> str:
+    """W9's case names: ``model`` a key of W9_MODELS."""
+    return f"{W9_MODELS[model][0]}, batch {batch}"
+
+
+def w9_prefix(directory: str, model: str, batch: int) -> str:
+    """Where a framework saves (or exports) W9's ``model`` for ``batch``: one file set per model, or
+    per batch for W9_FIXED_BATCH."""
+    return f"{directory}/{model}" + (f"_b{batch}" if model in W9_FIXED_BATCH else "")
+
+
+def w9_spec_batch(model: str, batch: int) -> int | None:
+    """The batch dim of ``model``'s saved input spec: None (dynamic) unless it is saved per batch."""
+    return batch if model in W9_FIXED_BATCH else None
+
+
+FINGERPRINT_SIZE = 64
+
+
+def fingerprint(output) -> list[float]:
+    """``FINGERPRINT_SIZE`` values of ``output`` at fixed, evenly spaced positions (all of it when
+    smaller): what W9 compares across frameworks, element by element."""
+    flat = np.asarray(output, dtype=np.float64).reshape(-1)
+    picked = np.unique(np.linspace(0, flat.size - 1, min(FINGERPRINT_SIZE, flat.size)).astype(np.int64))
+    return [float(v) for v in flat[picked]]
 
 
 def gemm_operands() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -193,13 +280,17 @@ class Case:
     check: float | None = None  # e.g. the first loss: equal across frameworks when the setup is
     note: str = ""  # what this framework ran for the case (e.g. "torch.jit.trace + freeze")
     unavailable: str = ""  # why this framework has no figure for the case
+    column: str = ""  # the column it fills when not the framework's own (W9: Paddle with and without oneDNN)
+    fingerprint: list[float] | None = None  # W9: output values compared element by element across frameworks
+    extra: dict[str, float] = field(default_factory=dict)  # W10: further figures of the case
 
 
 UNIT_SCALE = {"µs": 1e6, "ms": 1e3, "s": 1.0}
 
 
 def time_case(workload: str, case: str, fn: Callable[[], object], budget: Budget, unit: str,
-              check: float | None = None, note: str = "") -> Case:
+              check: float | None = None, note: str = "", column: str = "",
+              fingerprint: list[float] | None = None) -> Case:
     """Time ``fn`` under ``budget``; per-call times in ``unit`` (µs, ms or s)."""
     scale = UNIT_SCALE[unit]
     started = time.perf_counter()
@@ -215,7 +306,34 @@ def time_case(workload: str, case: str, fn: Callable[[], object], budget: Budget
         for _ in range(budget.calls):
             fn()
         samples.append((time.perf_counter() - start) / budget.calls * scale)
-    return Case(workload, case, unit, samples, check=check, note=note)
+    return Case(workload, case, unit, samples, check=check, note=note, column=column, fingerprint=fingerprint)
+
+
+def w9_cases(column: str, runs: dict[tuple[str, int], Callable[[], object]], args: WorkerArgs, note: str,
+             failures: dict[tuple[str, int], str] | None = None) -> list[Case]:
+    """Time each W9 ``(model, batch)`` callable (it returns the output as a numpy array) under its
+    budget, with the output's mean |value| as the check and its fingerprint; a model in
+    ``failures`` gets its reason instead."""
+    cases = []
+    for model, (_, _, batches) in W9_MODELS.items():
+        for batch in batches:
+            case = w9_case(model, batch)
+            key = (model, batch)
+            if key not in runs:
+                reason = (failures or {}).get(key, "not run")
+                cases.append(Case("W9", case, "ms", unavailable=reason, column=column))
+                continue
+            fn = runs[key]
+            try:
+                output = np.asarray(fn())
+            except Exception as error:  # a failing engine is a result, not a crash of the worker
+                reason = f"{type(error).__name__}: {error}".splitlines()[0][:300]
+                cases.append(Case("W9", case, "ms", unavailable=reason, column=column))
+                continue
+            cases.append(time_case("W9", case, fn, args.budget(f"W9 {model} b{batch}"), "ms",
+                                   check=float(np.abs(output).mean()), note=note, column=column,
+                                   fingerprint=fingerprint(output)))
+    return cases
 
 
 def rate_case(workload: str, case: str, fn: Callable[[], object], budget: Budget, work: float, unit: str,
@@ -226,8 +344,8 @@ def rate_case(workload: str, case: str, fn: Callable[[], object], budget: Budget
                 note=note)
 
 
-def unavailable(workload: str, case: str, unit: str, reason: str) -> Case:
-    return Case(workload, case, unit, unavailable=reason)
+def unavailable(workload: str, case: str, unit: str, reason: str, column: str = "") -> Case:
+    return Case(workload, case, unit, unavailable=reason, column=column)
 
 
 def median(values: list[float]) -> float:

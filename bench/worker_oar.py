@@ -3,9 +3,11 @@
     python bench/worker_oar.py W2 W3 --threads 1
 
 The models and steps are bench/paddle_api.py's, the very code the Paddle worker runs. On top come
-oar's graph path for W6 (``oar.jit.to_static`` where it exists), numpy's own limits in W7 and the
-DataLoader (W8). bench/run.py starts it once per workload and round; bench/profile_oar.py reuses
-its steps.
+oar's graph path for W6 (``oar.jit.to_static`` where it exists), numpy's own limits in W7, the
+DataLoader (W8), the inference Predictor of oar-serving on W9's models (``oar.jit.save``, then
+``oar.inference.create_predictor(Config(prefix))`` and ``predictor.infer``) and the load test of
+oar's HTTP server (W10, bench/serving_load.py). bench/run.py starts it once per workload and
+round; bench/profile_oar.py reuses its steps.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ pin_threads.from_argv()  # before numpy and the framework load: they read the th
 
 import importlib.metadata  # noqa: E402
 import sys  # noqa: E402
+import tempfile  # noqa: E402
 
 import numpy as np  # noqa: E402
 import suite  # noqa: E402
@@ -89,6 +92,48 @@ def w6(args: WorkerArgs) -> list[Case]:
     return cases
 
 
+def w9_predictor(name: str, batch: int, directory: str, threads: int):
+    """W9's ``name`` saved by ``oar.jit.save`` and loaded by an ``oar.inference`` Predictor: the
+    Predictor (Paddle Inference's API, ``Config(prefix)`` + ``create_predictor``)."""
+    from oar.inference import Config, create_predictor
+
+    config = Config(API.w9_save(name, batch, directory))
+    config.set_cpu_math_library_num_threads(threads)
+    return create_predictor(config)
+
+
+def w9(args: WorkerArgs) -> list[Case]:
+    """W9's models through ``predictor.infer([x])`` (numpy in, numpy out: the Predictor's fast path)."""
+    try:
+        import oar.inference  # noqa: F401 - oar-serving's
+    except ImportError as error:
+        return suite.w9_cases("oar", {}, args, "", {key: f"oar.inference is not installed (oar-serving): {error}"
+                                                   for key in w9_keys()})
+    runs, failures, predictors = {}, {}, {}
+    with tempfile.TemporaryDirectory() as directory:
+        for name, batch in w9_keys():
+            x = suite.inputs(name)[f"b{batch}"]
+            prefix = suite.w9_prefix(directory, name, batch)
+            try:
+                if prefix not in predictors:  # one saved model for both batches, unless saved per batch
+                    predictors[prefix] = w9_predictor(name, batch, directory, args.threads)
+            except Exception as error:  # a model the Predictor cannot take is a result to report
+                failures[(name, batch)] = f"{type(error).__name__}: {error}".splitlines()[0][:300]
+                continue
+            runs[(name, batch)] = lambda predictor=predictors[prefix], x=x: predictor.infer([x])[0]
+        return suite.w9_cases("oar", runs, args, "oar.inference Predictor, infer()", failures)
+
+
+def w9_keys() -> list[tuple[str, int]]:
+    return [(name, batch) for name, (_, _, batches) in suite.W9_MODELS.items() for batch in batches]
+
+
+def w10(args: WorkerArgs) -> list[Case]:
+    from serving_load import load_test_cases
+
+    return load_test_cases(args.threads, quick=args.quick)
+
+
 def w7(args: WorkerArgs) -> list[Case]:
     """numpy's GEMM and add (the machine's practical limits), then oar's."""
     budget = args.budget("W7")
@@ -150,7 +195,7 @@ def details(thread_control: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     args = suite.parse_worker_args(__doc__.splitlines()[0], argv=argv)
     thread_control = set_threads(args.threads)
-    workloads = API.workloads() | {"W6": w6, "W7": w7, "W8": w8}
+    workloads = API.workloads() | {"W6": w6, "W7": w7, "W8": w8, "W9": w9, "W10": w10}
     cases = [case for name in args.workloads if name in workloads for case in workloads[name](args)]
     suite.emit(FRAMEWORK, oar.__version__, details(thread_control), args.threads, cases)  # pools as used
     return 0

@@ -1,10 +1,12 @@
-"""The ONNX Runtime worker of the benchmark suite: W6's LeNet, exported to ONNX by the torch worker.
+"""The ONNX Runtime worker of the benchmark suite: W6's LeNet and W9's models, exported to ONNX by the torch worker.
 
     python bench/worker_torch.py W6 --threads 1 --quick --export-onnx /tmp/lenet.onnx
     python bench/worker_onnxruntime.py W6 --threads 1 --model /tmp/lenet.onnx
+    python bench/worker_torch.py W9 --threads 1 --export-onnx-dir /tmp/w9
+    python bench/worker_onnxruntime.py W9 --threads 1 --model-dir /tmp/w9
 
 A CPU session with every graph optimisation, ``intra_op_num_threads`` set to the suite's thread
-count and one inter-op thread. Only W6 has an ONNX Runtime row; other workloads are ignored.
+count and one inter-op thread. Only W6 and W9 have ONNX Runtime rows; other workloads are ignored.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import pin_threads
 
 pin_threads.from_argv()  # before numpy and the framework load: they read the thread variables once
 
+import os  # noqa: E402
 import sys  # noqa: E402
 
 import numpy as np  # noqa: E402
@@ -23,15 +26,19 @@ from suite import Case, WorkerArgs, time_case, unavailable  # noqa: E402
 FRAMEWORK = "onnxruntime"
 
 
+def make_session(path: str, threads: int) -> ort.InferenceSession:
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    return ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+
+
 def w6(args: WorkerArgs) -> list[Case]:
     if not args.extra.model:
         return [unavailable("W6", suite.w6_case(b, "graph"), "ms", "no ONNX model: it is exported by the torch worker")
                 for b in ("b1", "b64")]
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = args.threads
-    options.inter_op_num_threads = 1
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    session = ort.InferenceSession(args.extra.model, options, providers=["CPUExecutionProvider"])
+    session = make_session(args.extra.model, args.threads)
     name = session.get_inputs()[0].name
     data = suite.inputs("W6")
     cases = []
@@ -46,13 +53,35 @@ def w6(args: WorkerArgs) -> list[Case]:
     return cases
 
 
+def w9(args: WorkerArgs) -> list[Case]:
+    """W9's models from the ONNX files of ``worker_torch.py W9 --export-onnx-dir``."""
+    runs, failures, sessions = {}, {}, {}
+    for name, (_, _, batches) in suite.W9_MODELS.items():
+        for batch in batches:
+            path = suite.w9_prefix(args.extra.model_dir or "", name, batch) + ".onnx"
+            if not args.extra.model_dir or not os.path.exists(path):
+                failures[(name, batch)] = "no ONNX model: W9's are exported by the torch worker"
+                continue
+            try:
+                if path not in sessions:
+                    sessions[path] = make_session(path, args.threads)
+            except Exception as error:  # report, as the other workers do, rather than lose the run
+                failures[(name, batch)] = f"onnxruntime: {type(error).__name__}: {error}".splitlines()[0][:300]
+                continue
+            session = sessions[path]
+            feed = {session.get_inputs()[0].name: suite.inputs(name)[f"b{batch}"]}
+            runs[(name, batch)] = lambda session=session, feed=feed: session.run(None, feed)[0]
+    return suite.w9_cases("onnxruntime", runs, args, "onnxruntime, exported by torch.onnx.export", failures)
+
+
 def main(argv: list[str] | None = None) -> int:
     def extend(parser):
         parser.add_argument("--model", metavar="PATH", help="the LeNet ONNX file written by worker_torch.py")
+        parser.add_argument("--model-dir", metavar="DIR", help="W9's ONNX files written by worker_torch.py")
 
     args = suite.parse_worker_args(__doc__.splitlines()[0], extend, argv)
     details = f"numpy {np.__version__}; intra_op_num_threads={args.threads}, inter_op_num_threads=1"
-    return suite.run_worker(FRAMEWORK, ort.__version__, details, args, {"W6": w6})
+    return suite.run_worker(FRAMEWORK, ort.__version__, details, args, {"W6": w6, "W9": w9})
 
 
 if __name__ == "__main__":

@@ -3,7 +3,9 @@
     python bench/worker_paddle.py W2 W3 --threads 1
 
 W6's graph path is Paddle Inference: the LeNet saved with ``paddle.jit.save`` and run by a
-``paddle.inference`` predictor with oneDNN, on the suite's thread count.
+``paddle.inference`` predictor with oneDNN, on the suite's thread count. W9 runs its models through
+Paddle Inference twice, with oneDNN (``config.enable_mkldnn()``) and without
+(``config.disable_mkldnn()``): the columns "paddle-onednn" and "paddle-plain".
 """
 
 from __future__ import annotations
@@ -36,10 +38,19 @@ def inference_predictor(model, threads: int, directory: str):
     spec = [paddle.static.InputSpec([None, 1, 28, 28], "float32", name="x")]
     prefix = os.path.join(directory, "lenet")
     paddle.jit.save(paddle.jit.to_static(model, input_spec=spec, full_graph=True), prefix)
+    return saved_predictor(prefix, threads, onednn=True)
+
+
+def saved_predictor(prefix: str, threads: int, onednn: bool):
+    """A ``paddle.inference`` predictor of the model saved at ``prefix``, oneDNN on or off, as a
+    function of a numpy array (through the input and output handles)."""
     model_file = next(prefix + ext for ext in (".json", ".pdmodel") if os.path.exists(prefix + ext))
     config = paddle.inference.Config(model_file, prefix + ".pdiparams")
     config.disable_gpu()
-    config.enable_mkldnn()
+    if onednn:
+        config.enable_mkldnn()
+    else:
+        config.disable_mkldnn()
     config.set_cpu_math_library_num_threads(threads)
     config.disable_glog_info()
     predictor = paddle.inference.create_predictor(config)
@@ -73,13 +84,40 @@ def w6(args: WorkerArgs) -> list[Case]:
     return cases
 
 
+W9_COLUMNS = (("paddle-onednn", True, "paddle.inference, oneDNN"),
+              ("paddle-plain", False, "paddle.inference, oneDNN disabled"))
+
+
+def w9(args: WorkerArgs) -> list[Case]:
+    """W9's models saved by ``paddle.jit.save`` and run by Paddle Inference with and without oneDNN."""
+    runs = {column: {} for column, _, _ in W9_COLUMNS}
+    failures = {column: {} for column, _, _ in W9_COLUMNS}
+    saved: dict[str, str] = {}
+    with tempfile.TemporaryDirectory() as directory:
+        for name, (_, _, batches) in suite.W9_MODELS.items():
+            for batch in batches:
+                x = suite.inputs(name)[f"b{batch}"]
+                prefix = suite.w9_prefix(directory, name, batch)
+                for column, onednn, _ in W9_COLUMNS:
+                    try:
+                        if prefix not in saved:
+                            saved[prefix] = API.w9_save(name, batch, directory)
+                        predict = saved_predictor(prefix, args.threads, onednn)
+                    except Exception as error:  # report, as the other workers do, rather than lose the run
+                        failures[column][(name, batch)] = f"paddle: {type(error).__name__}: {error}".splitlines()[0]
+                        continue
+                    runs[column][(name, batch)] = lambda predict=predict, x=x: predict(x)
+        return [case for column, _, note in W9_COLUMNS
+                for case in suite.w9_cases(column, runs[column], args, note, failures[column])]
+
+
 def main(argv: list[str] | None = None) -> int:
     args = suite.parse_worker_args(__doc__.splitlines()[0], argv=argv)
     logging.getLogger("paddle").setLevel(logging.ERROR)
     paddle.set_device("cpu")
     paddle.base.core.set_num_threads(args.threads)  # the math library (MKL, OpenMP) threads of eager kernels
     details = f"numpy {np.__version__}; paddle.base.core.set_num_threads({args.threads})"
-    workloads = API.workloads() | {"W6": w6}
+    workloads = API.workloads() | {"W6": w6, "W9": w9}
     return suite.run_worker(FRAMEWORK, paddle.__version__, details, args, workloads)
 
 

@@ -2,9 +2,14 @@
 
     python bench/worker_torch.py W2 W3 --threads 1
     python bench/worker_torch.py W6 --threads 1 --export-onnx /tmp/lenet.onnx   # also writes the ONNX model
+    python bench/worker_torch.py W9 --threads 1 --export-onnx-dir /tmp/w9      # W9's ONNX models, no timing
 
 The weights come from bench/suite.py in Paddle's layout; ``torch_state`` converts them (Linear
 weights transposed, batch-norm statistics renamed, q/k/v projections stacked into ``in_proj``).
+W9's models are written here layer for layer as Paddle's (and oar's) ``vision.models`` write them,
+with Paddle's layer names, so that suite.seeded_state gives them the same weights (torchvision is
+not needed); W9 times them in eager mode under ``no_grad`` (a reference), and ``--export-onnx-dir``
+exports them with ``torch.onnx.export`` for the ONNX Runtime worker.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ import pin_threads
 
 pin_threads.from_argv()  # before numpy and the framework load: they read the thread variables once
 
+import contextlib  # noqa: E402
 import sys  # noqa: E402
 import warnings  # noqa: E402
 from collections.abc import Callable  # noqa: E402
@@ -79,6 +85,131 @@ class SmallResNet(nn.Module):
 def encoder() -> nn.Module:
     e = suite.ENCODER
     return nn.TransformerEncoderLayer(e["d_model"], e["nhead"], e["dim_feedforward"], dropout=0.0, batch_first=True)
+
+
+# -- W9's models, with Paddle's layer names ----------------------------------------------------------
+
+def lenet_doc() -> nn.Module:
+    """LeNet as Paddle's tutorial writes it (a Sequential: Conv2D(1, 6, 5, padding=2) first)."""
+    return nn.Sequential(nn.Conv2d(1, 6, 5, stride=1, padding=2), nn.ReLU(), nn.MaxPool2d(2, 2),
+                         nn.Conv2d(6, 16, 5, stride=1), nn.ReLU(), nn.MaxPool2d(2, 2), nn.Flatten(1),
+                         nn.Linear(400, 120), nn.Linear(120, 84), nn.Linear(84, 10))
+
+
+class ResNetBlock(nn.Module):
+    """paddle.vision.models.resnet.BasicBlock."""
+
+    def __init__(self, inplanes: int, planes: int, stride: int = 1, downsample: nn.Module | None = None):
+        super().__init__()
+        self.conv1 = nn.Conv2d(inplanes, planes, 3, stride=stride, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(planes)
+        self.relu = nn.ReLU()
+        self.conv2 = nn.Conv2d(planes, planes, 3, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(planes)
+        self.downsample = downsample
+
+    def forward(self, x):
+        identity = x if self.downsample is None else self.downsample(x)
+        out = self.relu(self.bn1(self.conv1(x)))
+        return self.relu(self.bn2(self.conv2(out)) + identity)
+
+
+class ResNet18(nn.Module):
+    """paddle.vision.models.resnet18(): the layout and names of torchvision's resnet18 too."""
+
+    def __init__(self, num_classes: int = 1000):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 64, 7, stride=2, padding=3, bias=False)
+        self.bn1 = nn.BatchNorm2d(64)
+        self.relu = nn.ReLU()
+        self.maxpool = nn.MaxPool2d(3, stride=2, padding=1)
+        inplanes, stages = 64, []
+        for planes, stride in ((64, 1), (128, 2), (256, 2), (512, 2)):
+            downsample = None
+            if stride != 1 or inplanes != planes:
+                downsample = nn.Sequential(nn.Conv2d(inplanes, planes, 1, stride=stride, bias=False),
+                                           nn.BatchNorm2d(planes))
+            stages.append(nn.Sequential(ResNetBlock(inplanes, planes, stride, downsample), ResNetBlock(planes, planes)))
+            inplanes = planes
+        self.layer1, self.layer2, self.layer3, self.layer4 = stages
+        self.avgpool = nn.AdaptiveAvgPool2d(1)
+        self.fc = nn.Linear(512, num_classes)
+
+    def forward(self, x):
+        x = self.maxpool(self.relu(self.bn1(self.conv1(x))))
+        x = self.layer4(self.layer3(self.layer2(self.layer1(x))))
+        return self.fc(torch.flatten(self.avgpool(x), 1))
+
+
+def conv_bn_relu6(inp: int, oup: int, kernel: int = 3, stride: int = 1, groups: int = 1) -> nn.Sequential:
+    return nn.Sequential(nn.Conv2d(inp, oup, kernel, stride, (kernel - 1) // 2, groups=groups, bias=False),
+                         nn.BatchNorm2d(oup), nn.ReLU6())
+
+
+class InvertedResidual(nn.Module):
+    """paddle.vision.models.mobilenetv2.InvertedResidual."""
+
+    def __init__(self, inp: int, oup: int, stride: int, expand_ratio: int):
+        super().__init__()
+        hidden = int(round(inp * expand_ratio))
+        self.use_res_connect = stride == 1 and inp == oup
+        layers = [conv_bn_relu6(inp, hidden, kernel=1)] if expand_ratio != 1 else []
+        layers += [conv_bn_relu6(hidden, hidden, stride=stride, groups=hidden),
+                   nn.Conv2d(hidden, oup, 1, 1, 0, bias=False), nn.BatchNorm2d(oup)]
+        self.conv = nn.Sequential(*layers)
+
+    def forward(self, x):
+        return x + self.conv(x) if self.use_res_connect else self.conv(x)
+
+
+class MobileNetV2(nn.Module):
+    """paddle.vision.models.mobilenet_v2() at scale 1.0 (every channel count a multiple of 8)."""
+
+    def __init__(self, num_classes: int = 1000):
+        super().__init__()
+        features, inp = [conv_bn_relu6(3, 32, stride=2)], 32
+        for t, c, n, s in ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1), (6, 160, 3, 2),
+                           (6, 320, 1, 1)):
+            for i in range(n):
+                features.append(InvertedResidual(inp, c, s if i == 0 else 1, t))
+                inp = c
+        features.append(conv_bn_relu6(inp, 1280, kernel=1))
+        self.features = nn.Sequential(*features)
+        self.pool2d_avg = nn.AdaptiveAvgPool2d(1)
+        self.classifier = nn.Sequential(nn.Dropout(0.2), nn.Linear(1280, num_classes))
+
+    def forward(self, x):
+        return self.classifier(torch.flatten(self.pool2d_avg(self.features(x)), 1))
+
+
+W9_BUILDERS = {"lenet_doc": lenet_doc, "resnet18": ResNet18, "mobilenet_v2": MobileNetV2, "encoder": encoder}
+
+
+def paddle_shapes(model: nn.Module) -> dict[str, list[int]]:
+    """``model``'s state dict as Paddle names and shapes (the inverse of ``torch_state``)."""
+    shapes: dict[str, list[int]] = {}
+    for key, value in model.state_dict().items():
+        prefix, _, name = key.rpartition(".")
+        prefix = prefix + "." if prefix else ""
+        if name == "num_batches_tracked":
+            continue
+        if name in ("running_mean", "running_var"):
+            shapes[prefix + ("_mean" if name == "running_mean" else "_variance")] = list(value.shape)
+        elif name in ("in_proj_weight", "in_proj_bias"):  # q, k, v stacked: Paddle keeps three projections
+            d = value.shape[0] // 3
+            for part in "qkv":  # a weight in Paddle's [in, out]
+                shapes[f"{prefix}{part}_proj.{name[len('in_proj_'):]}"] = [value.shape[1], d] if value.ndim == 2 else [d]
+        elif value.ndim == 2:
+            shapes[key] = list(value.shape)[::-1]
+        else:
+            shapes[key] = list(value.shape)
+    return shapes
+
+
+def w9_model(name: str) -> nn.Module:
+    model = W9_BUILDERS[name]()
+    model.load_state_dict(torch_state(suite.seeded_state(name, paddle_shapes(model))), strict=True)
+    return model.eval()
 
 
 def torch_state(state: dict[str, np.ndarray]) -> dict[str, torch.Tensor]:
@@ -211,6 +342,67 @@ def export_onnx(model: nn.Module, example: np.ndarray, path: str) -> None:
                           output_names=["logits"], dynamic_axes={"x": {0: "batch"}}, opset_version=17)
 
 
+def w9(args: WorkerArgs) -> list[Case]:
+    """W9's models in eager mode under ``no_grad`` (the reference column), or, with
+    ``--export-onnx-dir``, their ONNX files for the ONNX Runtime worker (and no timing)."""
+    if args.extra.export_onnx_dir:
+        export_w9_onnx(args.extra.export_onnx_dir)
+        return []
+    runs = {}
+    for name, (_, _, batches) in suite.W9_MODELS.items():
+        model = w9_model(name)
+        for batch in batches:
+            x = torch.from_numpy(suite.inputs(name)[f"b{batch}"])
+
+            def eager(model=model, x=x):
+                with torch.no_grad():
+                    return model(x).numpy()
+
+            runs[(name, batch)] = eager
+    return suite.w9_cases("torch", runs, args, "torch eager, no_grad")
+
+
+def export_w9_onnx(directory: str) -> None:
+    """W9's models as ONNX (``torch.onnx.export``, opset 17): ``suite.w9_prefix(...) + ".onnx"``, a
+    dynamic batch unless the model is saved per batch."""
+    for name, (_, _, batches) in suite.W9_MODELS.items():
+        model = w9_model(name)
+        for batch in batches:
+            path = suite.w9_prefix(directory, name, batch) + ".onnx"
+            fixed = name in suite.W9_FIXED_BATCH
+            dynamic = None if fixed else {"x": {0: "batch"}, "y": {0: "batch"}}
+            with warnings.catch_warnings(), torch.no_grad(), mha_fastpath(False):
+                warnings.simplefilter("ignore")  # the TorchScript-based exporter is deprecated; it needs no onnxscript
+                torch.onnx.export(OneInput(model), (torch.from_numpy(suite.inputs(name)[f"b{batch}"]),), path, dynamo=False,
+                                  input_names=["x"], output_names=["y"], dynamic_axes=dynamic, opset_version=17)
+            if not fixed:
+                break  # one file serves every batch
+
+
+class OneInput(nn.Module):
+    """``model`` with ``forward(x)`` alone: the exporter would otherwise trace the encoder layer's
+    optional arguments (``is_causal``) as inputs, which ``scaled_dot_product_attention`` refuses."""
+
+    def __init__(self, model: nn.Module):
+        super().__init__()
+        self.model = model
+
+    def forward(self, x):
+        return self.model(x)
+
+
+@contextlib.contextmanager
+def mha_fastpath(enabled: bool):
+    """The encoder layer's fused inference kernel (``aten::_transformer_encoder_layer_fwd``) on or
+    off: ONNX has no such op, so the exporter needs the layer's plain ops."""
+    before = torch.backends.mha.get_fastpath_enabled()
+    torch.backends.mha.set_fastpath_enabled(enabled)
+    try:
+        yield
+    finally:
+        torch.backends.mha.set_fastpath_enabled(before)
+
+
 def w7(args: WorkerArgs) -> list[Case]:
     budget = args.budget("W7")
     n, size = suite.GEMM_N, suite.ADD_SIZE
@@ -225,13 +417,15 @@ def w7(args: WorkerArgs) -> list[Case]:
     ]
 
 
-WORKLOADS = {"W1": w1, "W6": w6, "W7": w7} | {
+WORKLOADS = {"W1": w1, "W6": w6, "W7": w7, "W9": w9} | {
     name: (lambda args, name=name: step_workload(name, args)) for name in ("W2", "W3", "W4", "W5")}
 
 
 def main(argv: list[str] | None = None) -> int:
     def extend(parser):
         parser.add_argument("--export-onnx", metavar="PATH", help="with W6: write the LeNet as ONNX to PATH")
+        parser.add_argument("--export-onnx-dir", metavar="DIR",
+                            help="with W9: write its models as ONNX into DIR instead of timing them")
 
     args = suite.parse_worker_args(__doc__.splitlines()[0], extend, argv)
     torch.set_num_threads(args.threads)
