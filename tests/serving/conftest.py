@@ -7,7 +7,8 @@ server process serves most tests:
 - ``lookup`` (an Embedding over int64 ids): an id out of range makes its kernel raise;
 - ``slow`` (a stack of large Linears, slow on a request of many rows; no batching, one slot, a queue of 2): bursts overflow;
 - ``hasty`` (``slow`` with a 1 ms timeout): requests time out;
-- ``truncated`` (its program file cut in half) and ``foreign`` (not a saved model): fail to load.
+- ``truncated`` (its program file cut in half) and ``foreign`` (not a saved model): fail to load;
+- ``misconfigured`` (a negative max_batch_size in its config.json): refused with the reason.
 """
 
 from __future__ import annotations
@@ -79,6 +80,9 @@ def repository(saved, tmp_path_factory) -> str:
     with open(os.path.join(truncated, "model.json"), "r+b") as f:
         size = f.seek(0, os.SEEK_END)
         f.truncate(size // 2)
+    write_repository(saved["lenet"], root, "misconfigured", 1)
+    with open(os.path.join(root, "misconfigured", "config.json"), "w") as f:
+        json.dump({"max_batch_size": -1}, f)
     foreign = os.path.join(root, "foreign", "1")
     os.makedirs(foreign)
     with open(os.path.join(foreign, "model.json"), "w") as f:

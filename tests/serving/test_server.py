@@ -198,6 +198,8 @@ def test_a_model_that_fails_to_load_is_reported_by_name_and_the_others_serve(ser
     assert status == 503 and "truncated" in body["error"] and "SerializationError" in body["error"]
     status, _, body = request(server, "GET", "/v2/models/foreign")
     assert status == 503 and "exactly one model saved by oar.jit.save" in body["error"]
+    status, _, body = request(server, "POST", "/v2/models/misconfigured/infer", infer_json(lenet_input()))
+    assert status == 503 and "max_batch_size must be an int >= 0, got -1" in body["error"]
     _, _, index = request(server, "POST", "/v2/repository/index")
     states = {(e["name"], e.get("version")): e for e in index}
     assert states[("lenet", "2")]["state"] == "READY"

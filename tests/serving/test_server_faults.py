@@ -221,3 +221,19 @@ def test_a_repository_that_is_not_a_folder_stops_the_command_with_a_message(tmp_
     with pytest.raises(RuntimeError, match=r"is not a folder"):
         server.start()
     assert os.path.exists(server.log_path)
+
+
+@pytest.mark.parametrize("settings, message", [
+    ({"max_batch_size": -1}, "max_batch_size must be an int >= 0"),
+    ({"max_queue_size": 0}, "max_queue_size must be an int >= 1"),
+    ({"timeout_ms": "soon"}, "timeout_ms must be a number >= 0"),
+    ({"threads": 0}, "threads must be an int >= 1 or null"),
+    ({"warmup": "yes"}, "warmup true or false"),
+    ({"batch": 8}, "unknown setting(s) ['batch']"),
+])
+def test_a_bad_model_config_is_refused_naming_the_setting(settings, message):
+    from oar.serving import ModelConfig
+
+    with pytest.raises(ValueError) as info:
+        ModelConfig.from_dict(settings, where="models/lenet/config.json")
+    assert message in str(info.value) and "models/lenet/config.json" in str(info.value)

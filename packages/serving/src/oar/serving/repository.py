@@ -79,6 +79,12 @@ class ModelConfig:
             value = getattr(config, name)
             if not isinstance(value, (int, float)) or isinstance(value, bool) or value < 0:
                 raise ValueError(f"{where}: {name} must be a number >= 0, got {value!r}")
+        threads = config.threads
+        if threads is not None and (not isinstance(threads, int) or isinstance(threads, bool) or threads < 1):
+            raise ValueError(f"{where}: threads must be an int >= 1 or null, got {threads!r}")
+        if not isinstance(config.backend, str) or not isinstance(config.warmup, bool):
+            raise ValueError(f"{where}: backend must be a string and warmup true or false, got "
+                             f"{config.backend!r} and {config.warmup!r}")
         return config
 
 
