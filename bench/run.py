@@ -49,7 +49,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-from pin_threads import thread_environment
+import suite
+from pin_threads import worker_environment
 from suite import FINGERPRINT_SIZE, STEP_CASES, W1_CASES, W7_CASES, W9_MODELS, w6_case, w9_case
 
 BENCH = Path(__file__).resolve().parent
@@ -141,8 +142,7 @@ def run_worker(framework: str, workload: str, threads: int, args: argparse.Names
         command += ["--repeats", str(args.repeats)]
     if args.quick:
         command.append("--quick")
-    env = os.environ.copy()
-    env.update(thread_environment(threads))
+    env = worker_environment(threads)
     env["PYTHONWARNINGS"] = "ignore"  # peers' deprecation chatter is not a result
     try:
         done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=BENCH, timeout=WORKER_TIMEOUT_S)
@@ -233,19 +233,24 @@ class Table:
         self.footnotes: list[str] = []
 
     def cell(self, framework: str, workload: str, row: dict[str, Cell]) -> str:
+        if not self.status[framework] and workload not in RUNS.get(framework, set(WORKLOADS)):
+            return "—"
+        reason = self.reason_for(framework, workload, row.get(framework))
+        return reason if reason is not None else fmt(row[framework].value)
+
+    def reason_for(self, framework: str, workload: str, cell: Cell | None) -> str | None:
+        """What a cell without a value says instead (a status, or a footnote with the reason);
+        None for a cell that holds a value."""
         if self.status[framework]:
             return self.status[framework]
-        if workload not in RUNS.get(framework, set(WORKLOADS)):
-            return "—"
         if (framework, workload) in self.absent_reasons:
             return self.footnote(self.absent_reasons[(framework, workload)])
-        cell = row.get(framework)
         if cell is None:
             failed = [f for f in self.run.failures if f.startswith(f"{framework} {workload}:")]
             return self.footnote(failed[0]) if failed else "—"
         if cell.value is None:
             return self.footnote(cell.unavailable or "no samples")
-        return fmt(cell.value)
+        return None
 
     def footnote(self, text: str) -> str:
         return f"n/a {self.reference(text)}"
@@ -346,16 +351,10 @@ class W9Table(Table):
 
     def column_cell(self, column: str, row: dict[str, Cell], case: str, differs: set) -> str:
         framework = W9_FRAMEWORK.get(column, column)
-        if self.status[framework]:
-            return self.status[framework]
-        if (framework, "W9") in self.absent_reasons:
-            return self.footnote(self.absent_reasons[(framework, "W9")])
         cell = row.get(column)
-        if cell is None:
-            failed = [f for f in self.run.failures if f.startswith(f"{framework} W9:")]
-            return self.footnote(failed[0]) if failed else "—"
-        if cell.value is None:
-            return self.footnote(cell.unavailable or "no samples")
+        reason = self.reason_for(framework, "W9", cell)
+        if reason is not None:
+            return reason
         if (case, column) in differs:
             d = w9_differences(self.run)[(case, column)]
             return f"{fmt(cell.value)} differs " + self.reference(
@@ -441,17 +440,10 @@ def w10_markdown(run: Run) -> str:
     cells = w10_cells(run)
     if not cells:
         return ""
-    lines = ["| server configuration (W10) | workers | answers | errors | requests/s | p50 ms | p99 ms | rows per run | "
-             "server CPU | client CPU |", "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    lines = list(suite.W10_TABLE_HEAD)
     notes = []
     for case, cell in cells:
-        if cell.value is None:
-            lines.append(f"| {case} | n/a: {cell.unavailable or 'no samples'} |  |  |  |  |  |  |  |  |")
-            continue
-        e = cell.extra
-        lines.append(f"| {case} | {e['workers']:.0f} | {e['requests']:.0f} | {e['errors']:.0f} | {cell.value:.0f} | "
-                     f"{e['p50_ms']:.2f} | {e['p99_ms']:.2f} | {e['mean_batch']:.2f} | {e['server_cpu']:.2f} | "
-                     f"{e['client_cpu']:.2f} |")
+        lines.append(suite.w10_row(case, cell.value, cell.extra, cell.unavailable))
         if cell.note:
             notes.append(f"{case}: {cell.note}")
     clients = next((c.extra.get("clients") for _, c in cells if c.extra), None)
@@ -557,8 +549,7 @@ def profile_section(workloads: list[str], log, w9_cases: list[tuple[str, int]] |
     if not workloads:
         return ""
     log(f"  profiling oar: {' '.join(workloads)}")
-    env = os.environ.copy()
-    env.update(thread_environment(1))
+    env = worker_environment(1)
     cases = ["--cases", *(f"{model}:{batch}" for model, batch in w9_cases)] if "W9" in workloads and w9_cases else []
     done = subprocess.run([sys.executable, str(BENCH / "profile_oar.py"), *workloads, "--threads", "1", "--top", "8",
                            *cases], capture_output=True, text=True, env=env, cwd=BENCH, timeout=WORKER_TIMEOUT_S)
@@ -637,7 +628,13 @@ float32, on oar and, where installed, PyTorch, PaddlePaddle and ONNX Runtime. Ea
 in its own process, one per workload and round, the frameworks alternating over several rounds.
 Thread counts are pinned equally (environment variables before import, then the framework's own
 setting: `torch.set_num_threads`, `paddle.base.core.set_num_threads`, threadpoolctl or
-`oar.set_num_threads`). Each case has warm-up calls; a sample is the mean over back-to-back calls
+`oar.set_num_threads`). Since 2026-12-02 01:35 the workers run without the OpenBLAS kernel
+overrides this project's machines set for old OpenBLAS builds (`OPENBLAS_CORETYPE=Haswell` with
+`OPENBLAS_L2_SIZE`, removed together): numpy's OpenBLAS then picks its AVX-512 (SkylakeX) kernels
+on these AMD EPYC CPUs, as it would on a user's machine, and oar's "thread pools" line names the
+kernels that ran; earlier sections ran oar's BLAS on Haswell's AVX2 kernels (a 1024^3 float32
+GEMM at one thread: 114 GFLOP/s on them, 213 on SkylakeX's), while every peer picked its own.
+Each case has warm-up calls; a sample is the mean over back-to-back calls
 and the figure is the median of all samples over the rounds (a case stops sampling after 12 s in a
 round, one sample at least, so a pathological case cannot stall the run). The first loss or
 output of every case is compared across frameworks: the check that they start from the same
@@ -681,8 +678,8 @@ slower**. Compare ratios between runs on different machines, not absolute number
   only, one round): the W9 LeNet in a model repository, 16 asyncio clients on keep-alive
   connections sending batch-1 requests (the binary tensor extension both ways, and one JSON
   request) for 15 s per server configuration: dynamic batching (the default config), no batching
-  (`max_batch_size: 0`) and variants (`max_queue_delay_ms: 0`, `max_concurrency: 2`,
-  `--workers 2`). Every answer is compared with an in-process Predictor's; reported: errors,
+  (`max_batch_size: 0`) and variants (`max_queue_delay_ms: 2`, `max_concurrency: 2`,
+  `--workers 2` with and without batching). Every answer is compared with an in-process Predictor's; reported: errors,
   requests/s, client-side p50 and p99 latency, rows per batched run (from `/metrics`) and the CPU
   used by server and clients, which share the machine's cores.
 """

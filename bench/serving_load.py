@@ -383,17 +383,8 @@ def load_test_cases(threads: int, quick: bool = False, keys: list[str] | None = 
 
 
 def markdown(cases: list[Case]) -> str:
-    lines = ["| configuration | requests | errors | req/s | p50 ms | p99 ms | rows per run | server CPU | client CPU |",
-             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
-    for case in cases:
-        if not case.samples:
-            lines.append(f"| {case.case} | n/a: {case.unavailable} | | | | | | | |")
-            continue
-        e = case.extra
-        lines.append(f"| {case.case} | {e['requests']:.0f} | {e['errors']:.0f} | {case.samples[0]:.0f} | "
-                     f"{e['p50_ms']:.2f} | {e['p99_ms']:.2f} | {e['mean_batch']:.2f} | {e['server_cpu']:.2f} | "
-                     f"{e['client_cpu']:.2f} |")
-    return "\n".join(lines)
+    rows = [suite.w10_row(c.case, c.samples[0] if c.samples else None, c.extra, c.unavailable) for c in cases]
+    return "\n".join([*suite.W10_TABLE_HEAD, *rows])
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -394,3 +394,19 @@ def run_worker(framework: str, version: str, details: str, args: WorkerArgs,
             cases.extend(workloads[name](args))
     emit(framework, version, details, args.threads, cases)
     return 0
+
+
+# -- W10's table: one row per server configuration (bench/run.py's report, serving_load.py alone) ------
+
+W10_TABLE_HEAD = ["| server configuration (W10) | workers | answers | errors | requests/s | p50 ms | p99 ms | rows per run "
+                  "| server CPU | client CPU |", "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+
+
+def w10_row(label: str, rate: float | None, extra: dict, unavailable: str = "") -> str:
+    """One configuration's row of ``W10_TABLE_HEAD``: its rate (requests/s) and the load test's extras."""
+    if rate is None:
+        return f"| {label} | n/a: {unavailable or 'no samples'} |  |  |  |  |  |  |  |  |"
+    e = extra
+    return (f"| {label} | {e['workers']:.0f} | {e['requests']:.0f} | {e['errors']:.0f} | {rate:.0f} | "
+            f"{e['p50_ms']:.2f} | {e['p99_ms']:.2f} | {e['mean_batch']:.2f} | {e['server_cpu']:.2f} | "
+            f"{e['client_cpu']:.2f} |")

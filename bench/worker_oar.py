@@ -172,7 +172,8 @@ def pools() -> str:
     try:
         from threadpoolctl import threadpool_info
 
-        found += [f"{pool['internal_api']} {pool['num_threads']}" for pool in threadpool_info()]
+        found += [f"{pool['internal_api']} {pool['num_threads']}"
+                  + (f" ({pool['architecture']} kernels)" if pool.get("architecture") else "") for pool in threadpool_info()]
     except ImportError:
         pass
     if "numba" in sys.modules:
