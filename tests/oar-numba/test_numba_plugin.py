@@ -207,13 +207,15 @@ CONV_PROBLEMS = [  # (x shape, w shape, stride, padding, dilation, groups)
     ((5, 3, 11, 6), (4, 3, 3, 3), [1, 2], [2, -1, 1, 0], [2, 1], 1),
     ((6, 4, 13), (8, 1, 4), [3], [2, 1], [2], 4),
     ((3, 5, 9, 8), (5, 1, 3, 3), [2, 1], [1, 1, 0, 2], [1, 2], 5),  # depthwise: the direct kernel
-    ((2, 6, 7, 7), (6, 1, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 6),  # MobileNet's depthwise 3x3
+    ((2, 6, 7, 7), (6, 1, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 6),  # MobileNet's depthwise 3x3, im2col
+    ((2, 3, 5, 60), (3, 1, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 3),  # rows wide enough for the direct kernel
 ]
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("problem", CONV_PROBLEMS, ids=["2d_groups", "2d_cropping", "1d_depthwise",
-                                                                  "2d_depthwise", "2d_depthwise_same"])
+                                                                  "2d_depthwise", "2d_depthwise_same",
+                                                                  "2d_depthwise_wide"])
 @pytest.mark.parametrize("chunk_bytes", [1, 3000, 1 << 20], ids=["sample_chunks", "uneven_chunks", "one_chunk"])
 @pytest.mark.parametrize("blas_in_kernels", [True, False], ids=["blas_in_kernels", "numpy_products"])
 def test_convolutions_in_chunks_agree_with_the_references(monkeypatch, dtype, problem, chunk_bytes, blas_in_kernels):

@@ -47,6 +47,7 @@ CHUNK_BYTES = 4 << 20  # patches of this many bytes (at least one sample's) per 
 WIDE_CHUNK_BYTES = 512 << 10  # wide patches per chunk: they stay in L2 between the copy and the GEMM
 SAME_ADJOINT_MAX_CHANNELS = 32  # see _same_adjoint
 SAME_ADJOINT_MIN_CHANNELS = 8
+DEPTHWISE_DIRECT_MIN_WIDTH = 56  # output columns from which _depthwise beats im2col at stride 1
 
 
 @numba.njit(inline="always")
@@ -419,9 +420,58 @@ def _patches(x4, kernel, stride, pads, dilation, out_hw, chunks):
         yield start, stop, cols
 
 
+@parallel
+def _depthwise(x, w, sh, sw, top, left, dh, dw, y):
+    """y [N, C, OH, OW] = each channel of x [N, C, H, W] correlated with its own filter w [C, kh, kw],
+    one (sample, channel) plane per thread: an output row at a time in a row buffer, every tap
+    added along the row (views indexed from 0, so the loop has no negative-index wrap and
+    vectorises at stride 1)."""
+    n, c, height, width = x.shape
+    kh, kw = w.shape[1], w.shape[2]
+    oh, ow = y.shape[2], y.shape[3]
+    for plane in prange(n * c):
+        s, ch = plane // c, plane % c
+        acc = np.zeros(ow, x.dtype)
+        for r in range(oh):
+            acc[:] = 0
+            for i in range(kh):
+                h = r * sh - top + i * dh
+                if h < 0 or h >= height:
+                    continue
+                for j in range(kw):
+                    tap = w[ch, i, j]
+                    start = j * dw - left
+                    lo, hi = _inside(start, sw, width, ow)
+                    dst = acc[lo:hi]
+                    if sw == 1:
+                        src = x[s, ch, h, lo + start:hi + start]
+                        for q in range(hi - lo):
+                            dst[q] += tap * src[q]
+                    else:
+                        src = x[s, ch, h]
+                        for q in range(hi - lo):
+                            dst[q] += tap * src[(q + lo) * sw + start]
+            for q in range(ow):
+                y[s, ch, r, q] = acc[q]
+
+
+def _direct_depthwise(x, w, stride, groups, out_w: int) -> bool:
+    """Whether a convolution is depthwise (one filter per channel) with output rows long enough, or
+    a stride, for ``_depthwise`` to beat im2col and its per-channel products (docs/numba.md)."""
+    return (x.ndim == 4 and groups == x.shape[1] == w.shape[0] and w.shape[1] == 1 and x.dtype == w.dtype
+            and (stride[0] > 1 or stride[1] > 1 or out_w >= DEPTHWISE_DIRECT_MIN_WIDTH))
+
+
 def conv(x, w, stride, padding, dilation, groups):
     if x.ndim not in (3, 4) or x.size == 0 or w.size == 0:
         return _ref._conv_kernel(x, w, stride, padding, dilation, groups)
+    if x.ndim == 4 and groups > 1:
+        out = _ref.conv_sizes("conv", x.shape[2:], w.shape[2:], stride, padding, dilation)
+        if _direct_depthwise(x, w, stride, groups, out[1]):
+            y = np.empty((x.shape[0], x.shape[1], *out), x.dtype)
+            _depthwise(np.ascontiguousarray(x), np.ascontiguousarray(w).reshape(w.shape[0], *w.shape[2:]),
+                       stride[0], stride[1], padding[0], padding[2], dilation[0], dilation[1], y)
+            return y
     if _wide(x.ndim, w.shape[2:], stride, padding, dilation, groups) and x.dtype == w.dtype:
         return _wide_conv(np.ascontiguousarray(x), w)
     out = _ref.conv_sizes("conv", x.shape[2:], w.shape[2:], stride, padding, dilation)
