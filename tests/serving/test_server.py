@@ -126,13 +126,20 @@ def test_tritonclient_talks_to_the_server(server, saved):
 
 def test_compressed_requests(server, saved):
     import gzip
+    import zlib
 
     x = lenet_input(1, seed=8)
-    body = gzip.compress(json.dumps(infer_json(x)).encode())
-    status, _, answer = request(server, "POST", "/v2/models/lenet/versions/1/infer", body,
-                                {"Content-Encoding": "gzip", "Content-Type": "application/json"})
-    assert status == 200
-    assert_close(answer["outputs"][0]["data"], expected_lenet(saved, x))
+    raw = json.dumps(infer_json(x)).encode()
+    for encoding, body in (("gzip", gzip.compress(raw)), ("deflate", zlib.compress(raw))):
+        status, _, answer = request(server, "POST", "/v2/models/lenet/versions/1/infer", body,
+                                    {"Content-Encoding": encoding, "Content-Type": "application/json"})
+        assert status == 200, encoding
+        assert_close(answer["outputs"][0]["data"], expected_lenet(saved, x))
+    status, _, answer = request(server, "POST", "/v2/models/lenet/infer", b"\x1f\x8bnot gzip",
+                                {"Content-Encoding": "gzip"})
+    assert status == 400 and "does not decompress" in answer["error"]
+    status, _, answer = request(server, "POST", "/v2/models/lenet/infer", raw, {"Content-Encoding": "br"})
+    assert status == 415 and "'br' is not supported" in answer["error"]
 
 
 BAD_REQUESTS = [
