@@ -8,7 +8,6 @@ one saved model) all name it.
 from __future__ import annotations
 
 import enum
-import json
 import os
 
 import oar
@@ -71,6 +70,17 @@ def resolve_model(model: str | None, params: str | None) -> tuple[str, str]:
             raise FileNotFoundError(f"Config: the model's {what} file {path!r} does not exist (oar.jit.save(layer, "
                                     f"prefix) writes prefix{PROGRAM_SUFFIX} and prefix{PARAMS_SUFFIX})")
     return program_file, params_file
+
+
+def serving_backend(name: str, where: str):
+    """The registered serving backend ``name``, or a PluginError from ``where`` naming the package to
+    install and the backends there are."""
+    registry = oar.plugins.registries().serving_backends
+    if name not in registry:
+        package = BACKEND_PACKAGES.get(name)
+        hint = f" (install {package})" if package else ""
+        raise PluginError(f"{where}: no serving backend {name!r}{hint}; registered: {sorted(registry)}")
+    return registry.get(name)
 
 
 class Config:
@@ -246,12 +256,7 @@ class Config:
     def set_serving_backend(self, name: str) -> None:
         """Run the model with the registered serving backend ``name`` (``"oar"``: oar's executor;
         ``"onnxruntime"`` from oar-onnx; or a third party's)."""
-        registry = oar.plugins.registries().serving_backends
-        if name not in registry:
-            package = BACKEND_PACKAGES.get(name)
-            hint = f" (install {package})" if package else ""
-            raise PluginError(f"Config.set_serving_backend: no serving backend {name!r}{hint}; registered: "
-                              f"{sorted(registry)}")
+        serving_backend(name, "Config.set_serving_backend")
         self._backend = name
 
     def serving_backend(self) -> str:
@@ -297,11 +302,12 @@ class Config:
 
     def to_dict(self) -> dict:
         """The settings as plain values (what a serving backend reads)."""
-        return json.loads(json.dumps({
+        return {
             "place": self.place(), "threads": self._threads, "optimization_level": self.optimization_level(),
-            "memory_optim": self._memory_optim, "deleted_passes": self._deleted_passes,
-            "ir_debug": self._ir_debug, "ir_debug_passes": self._ir_debug_passes, "debug_dir": self._debug_dir,
-        }))
+            "memory_optim": self._memory_optim, "deleted_passes": list(self._deleted_passes),
+            "ir_debug": self._ir_debug, "ir_debug_passes": list(self._ir_debug_passes) if self._ir_debug_passes else None,
+            "debug_dir": self._debug_dir,
+        }
 
 
 class PassBuilder:

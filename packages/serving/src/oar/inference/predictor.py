@@ -17,9 +17,8 @@ import threading
 import numpy as np
 
 import oar
-import oar.plugins
-from oar.errors import ArgumentError, DTypeError, PluginError
-from oar.inference.config import BACKEND_PACKAGES, Config
+from oar.errors import ArgumentError, DTypeError
+from oar.inference.config import Config, serving_backend
 from oar.static.passes import observe
 
 
@@ -143,18 +142,13 @@ class Tensor:
 
 def load_runner(config: Config):
     """The serving backend's runner for ``config``'s model."""
-    registry = oar.plugins.registries().serving_backends
-    name = config.serving_backend()
-    if name not in registry:
-        package = BACKEND_PACKAGES.get(name)
-        raise PluginError(f"create_predictor: no serving backend {name!r}{f' (install {package})' if package else ''}"
-                          f"; registered: {sorted(registry)}")
+    backend = serving_backend(config.serving_backend(), "create_predictor")
     program_file, params_file = config.model_files()
     settings = config.to_dict()
     settings["params_file"] = params_file
     if config._threads is not None:
         oar.set_num_threads(config._threads)
-    return registry.get(name)(program_file, settings)
+    return backend(program_file, settings)
 
 
 class Predictor:

@@ -17,6 +17,8 @@ import math
 
 import numpy as np
 
+from oar.inference.predictor import numpy_dtype
+
 HEADER_LENGTH = "Inference-Header-Content-Length"
 
 # The protocol's datatypes and the numpy dtypes of oar's dtype names.
@@ -34,14 +36,6 @@ class RequestError(ValueError):
     def __init__(self, message: str, status: int = 400):
         super().__init__(message)
         self.status = status
-
-
-def numpy_dtype(oar_name: str) -> np.dtype:
-    if oar_name == "bfloat16":
-        import ml_dtypes  # optional dependency here: oar-core installs it for bfloat16
-
-        return np.dtype(ml_dtypes.bfloat16)
-    return np.dtype(oar_name)
 
 
 def datatype_of(oar_name: str) -> str:

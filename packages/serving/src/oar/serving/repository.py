@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from oar.inference import Config, create_predictor
+from oar.inference.predictor import numpy_dtype
 
 log = logging.getLogger("oar.serving")
 CONFIG_FILE = "config.json"
@@ -124,14 +125,8 @@ class Model:
 
 
 def _warm_up(predictor, inputs: list[dict]) -> None:
-    arrays = [np.zeros([1 if d == -1 else d for d in s["shape"]], dtype=predictor_dtype(s)) for s in inputs]
+    arrays = [np.zeros([1 if d == -1 else d for d in s["shape"]], dtype=numpy_dtype(s["dtype"])) for s in inputs]
     predictor.run(arrays)
-
-
-def predictor_dtype(spec: dict) -> np.dtype:
-    from oar.serving.protocol import numpy_dtype  # the protocol's module owns the dtype names' mapping
-
-    return numpy_dtype(spec["dtype"])
 
 
 def load_version(model: str, version: str, path: str, config: ModelConfig) -> ModelVersion:
