@@ -6,7 +6,7 @@ server process serves most tests:
 - ``lenet`` (versions 1 and 2, default batching): the everyday model;
 - ``lookup`` (an Embedding over int64 ids): an id out of range makes its kernel raise;
 - ``slow`` (a stack of large Linears, slow on a request of many rows; no batching, one slot, a queue of 2): bursts overflow;
-- ``hasty`` (``slow`` with a 1 ms timeout): requests time out;
+- ``hasty`` (``slow`` with a timeout of 0): every request times out before it runs;
 - ``truncated`` (its program file cut in half) and ``foreign`` (not a saved model): fail to load;
 - ``misconfigured`` (a negative max_batch_size in its config.json): refused with the reason.
 """
@@ -75,7 +75,7 @@ def repository(saved, tmp_path_factory) -> str:
     write_repository(saved["lookup"], root, "lookup", 1, config={"max_queue_delay_ms": 20})
     write_repository(saved["slow"], root, "slow", 1,
                      config={"max_batch_size": 0, "max_concurrency": 1, "max_queue_size": 2})
-    write_repository(saved["slow"], root, "hasty", 1, config={"max_batch_size": 0, "timeout_ms": 1})
+    write_repository(saved["slow"], root, "hasty", 1, config={"max_batch_size": 0, "timeout_ms": 0})
     truncated = write_repository(saved["lenet"], root, "truncated", 1)
     with open(os.path.join(truncated, "model.json"), "r+b") as f:
         size = f.seek(0, os.SEEK_END)

@@ -86,11 +86,12 @@ def test_a_model_that_raises_fails_that_request_only(server, saved):
     assert request(server, "POST", "/v2/models/lookup/infer", infer_json(good[0], "ids", "INT64"))[0] == 200
 
 
-def test_a_request_past_its_timeout_gets_504(server):
-    x = np.ones((SLOW_ROWS, 512), "float32")
-    body, headers = binary_infer(x, "x")
+def test_a_request_past_its_timeout_gets_504_and_never_runs(server):
+    # timeout_ms 0: the request is past its timeout before its batch can run, however fast the machine
+    body, headers = binary_infer(np.ones((1, 512), "float32"), "x")
     status, _, answer = request(server, "POST", "/v2/models/hasty/infer", body, headers)
-    assert status == 504 and "timeout_ms=1" in answer["error"]
+    assert status == 504 and "timeout_ms=0" in answer["error"]
+    assert batch_counts(server, "hasty") == (0.0, 0.0)  # dropped from the queue, not run
 
 
 def test_concurrent_requests_are_batched_and_split_back(server, saved):
