@@ -223,9 +223,6 @@ def test_a_third_party_serving_backend_plugs_in(saved):
             calls.append(sorted(inputs))
             return {"mean": inputs["image"].reshape(len(inputs["image"]), -1).mean(axis=1)}
 
-        def clone(self):
-            return self
-
     class EchoPlugin:  # a third party's package would hold this in the module of its "oar" entry point
         @oar.plugins.hookimpl
         def oar_register_serving_backends(self, serving_backends):
@@ -239,6 +236,8 @@ def test_a_third_party_serving_backend_plugs_in(saved):
         [out] = predictor.run([np.full([2, 1, 28, 28], 3.0, "float32")])
         assert out.tolist() == [3.0, 3.0] and calls == [["image"]]
         assert predictor.get_output_names() == ["mean"]
+        [again] = predictor.clone().run([np.ones([1, 1, 28, 28], "float32")])  # no clone(): the runner is shared
+        assert again.tolist() == [1.0]
     finally:
         oar.plugins.unregister("echo-plugin")
     assert "echo" not in paddle_infer.serving_backends()

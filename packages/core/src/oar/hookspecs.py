@@ -120,7 +120,8 @@ class Runner(Protocol):
     ``input_specs`` and ``output_specs`` list the model's tensors in order as
     ``{"name": "image", "shape": [-1, 1, 28, 28], "dtype": "float32"}`` (-1: any size); the
     Predictor checks inputs against them before calling. Calls may come from several threads at
-    once (a server's); ``clone()`` returns a runner over the same weights for one more thread.
+    once (a server's); ``clone()``, where a runner has it, returns one over the same weights for
+    one more thread (without it the runner itself serves every thread).
     A runner may also offer ``run_list(arrays) -> list`` (inputs and outputs in spec order), which
     the Predictor prefers to the dict form.
     """

@@ -280,8 +280,10 @@ class Predictor:
 
     # -- copies and memory ----------------------------------------------------------------------
     def clone(self) -> Predictor:
-        """A predictor sharing this one's weights, for another thread."""
-        clone = Predictor(self._config, runner=self._runner.clone())
+        """A predictor sharing this one's weights, for another thread (a backend's runner without
+        ``clone()`` is shared: the Runner protocol lets several threads call it)."""
+        clone_runner = getattr(self._runner, "clone", None)
+        clone = Predictor(self._config, runner=clone_runner() if clone_runner is not None else self._runner)
         clone._hooks = list(self._hooks)
         return clone
 
