@@ -54,6 +54,16 @@ def test_json_round_trip_is_lossless():
     assert isinstance(back.outputs["out"], ValueRef)
 
 
+def test_each_node_records_the_users_source_line_and_keeps_it_through_clone_and_json():
+    program = rich_program()
+    clip_line = next(i for i, line in enumerate(open(__file__, encoding="utf-8"), 1) if "y = oar.clip(x" in line)
+    clip = next(n for n in program.nodes if n.op == "clip")
+    assert clip.where == f"test_program.py:{clip_line}"  # the user's line, not oar's own frames
+    assert all(n.where and n.where.startswith("test_program.py:") for n in program.nodes)
+    assert [n.where for n in roundtrip(program).nodes] == [n.where for n in program.nodes]
+    assert [n.where for n in program.clone().nodes] == [n.where for n in program.nodes]
+
+
 def test_round_tripped_program_runs_like_the_original():
     from oar._graph.executor import Executor
 

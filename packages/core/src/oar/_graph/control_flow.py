@@ -549,7 +549,7 @@ def _block(scope: _Scope, args: list[int], operands: list[int], outputs: list[in
         for vid in node.outputs:
             block.values[vid] = program.values[vid]
         block.nodes.append(OpNode(node.op, [mapping.get(v, v) for v in node.inputs], node.outputs, node.attrs,
-                                  node.no_grad))
+                                  node.no_grad, node.where))
     block.outputs = [ValueRef(mapping.get(v, v)) for v in outputs]
     block._next_id = max(block.values, default=-1) + 1
     return block

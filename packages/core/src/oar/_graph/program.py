@@ -87,17 +87,21 @@ class ValueRef:
 
 
 class OpNode:
-    """One op call: the op's name, input and output value ids, its attributes, and whether it ran
-    under ``no_grad`` inside the captured function (replayed without recording a gradient)."""
+    """One op call: the op's name, input and output value ids, its attributes, whether it ran
+    under ``no_grad`` inside the captured function (replayed without recording a gradient), and
+    ``where``: the user's source line that called it (``"model.py:12"``), where the capture saw one
+    (an exporter or a pass names it in its messages)."""
 
-    __slots__ = ("op", "inputs", "outputs", "attrs", "no_grad")
+    __slots__ = ("op", "inputs", "outputs", "attrs", "no_grad", "where")
 
-    def __init__(self, op: str, inputs, outputs, attrs: dict | None = None, no_grad: bool = False):
+    def __init__(self, op: str, inputs, outputs, attrs: dict | None = None, no_grad: bool = False,
+                 where: str | None = None):
         self.op = op
         self.inputs = list(inputs)
         self.outputs = list(outputs)
         self.attrs = dict(attrs or {})
         self.no_grad = bool(no_grad)
+        self.where = where
 
     def __repr__(self) -> str:
         return f"<OpNode {self.op} {self.inputs} -> {self.outputs}>"
@@ -205,8 +209,8 @@ class Program:
         self.constant_data[name] = array
         return v
 
-    def add_node(self, op: str, inputs, outputs, attrs=None, no_grad: bool = False) -> OpNode:
-        node = OpNode(op, inputs, outputs, attrs, no_grad)
+    def add_node(self, op: str, inputs, outputs, attrs=None, no_grad: bool = False, where: str | None = None) -> OpNode:
+        node = OpNode(op, inputs, outputs, attrs, no_grad, where)
         self.nodes.append(node)
         return node
 
@@ -263,7 +267,7 @@ class Program:
         (constant arrays and parameter tensors are shared, not copied)."""
         p = Program()
         p.values = {k: Value(v.id, v.shape, v.dtype, v.name) for k, v in self.values.items()}
-        p.nodes = [OpNode(n.op, n.inputs, n.outputs, _copy_attrs(n.attrs), n.no_grad) for n in self.nodes]
+        p.nodes = [OpNode(n.op, n.inputs, n.outputs, _copy_attrs(n.attrs), n.no_grad, n.where) for n in self.nodes]
         p.feeds = list(self.feeds)
         p.params = dict(self.params)
         p.param_tensors = dict(self.param_tensors)
@@ -628,6 +632,8 @@ def _encode_node(n: OpNode) -> dict:
            "attrs": {k: _encode_attr(a, f"op {n.op!r} attribute {k!r}") for k, a in n.attrs.items()}}
     if n.no_grad:
         out["no_grad"] = True
+    if n.where is not None:
+        out["where"] = n.where
     return out
 
 
@@ -635,7 +641,8 @@ def _decode_node(d: dict) -> OpNode:
     if not isinstance(d.get("op"), str):
         raise SerializationError(f"an op node has no op name ({d!r:.80})")
     return OpNode(d["op"], [int(i) for i in d["inputs"]], [int(i) for i in d["outputs"]],
-                  {k: _decode_attr(a) for k, a in d.get("attrs", {}).items()}, d.get("no_grad", False))
+                  {k: _decode_attr(a) for k, a in d.get("attrs", {}).items()}, d.get("no_grad", False),
+                  d["where"] if isinstance(d.get("where"), str) else None)
 
 
 def encode_structure(s):

@@ -246,8 +246,10 @@ class TracingMode(Mode):
             if dynamic:
                 self.dynamic.add(v.id)
             out_ids.append(v.id)
+        filename, lineno = user_location(2)
         self.program.add_node(op.name, in_ids, out_ids, _copy_attrs(attrs),
-                              no_grad=self.grad_at_entry and not _eager.grad_enabled)
+                              no_grad=self.grad_at_entry and not _eager.grad_enabled,
+                              where=f"{os.path.basename(filename)}:{lineno}")
         return out
 
     @staticmethod
