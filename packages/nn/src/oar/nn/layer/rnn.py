@@ -47,6 +47,15 @@ def _is_shape(shape) -> bool:
     return isinstance(shape, (tuple, list)) and all(isinstance(d, int) for d in shape)
 
 
+def filled_for_batch(ref: Tensor, batch_dim: int, before: list, after: list, value: float, dtype) -> Tensor:
+    """``full([*before, batch, *after], value)`` with ``batch`` taken from ``ref``'s dim
+    ``batch_dim`` by ops, not read as a number: a program captured with a dynamic batch
+    (``InputSpec([None, ...])``) keeps it dynamic instead of baking in the example's batch."""
+    index = tuple(slice(None) if i == batch_dim else 0 for i in range(ref.ndim))
+    per_sample = oar.full_like(ref[index], 0, dtype=dtype).reshape([1] * len(before) + [-1] + [1] * len(after))
+    return per_sample + oar.full([*before, 1, *after], value, dtype=dtype)
+
+
 class RNNCellBase(Layer):
     """Base class of RNN cells (Paddle's ``RNNCellBase``).
 
@@ -62,7 +71,6 @@ class RNNCellBase(Layer):
         The dtype defaults to ``batch_ref``'s floating dtype (Paddle: the global default).
         """
         ref = _flatten(batch_ref)[0]
-        batch = ref.shape[batch_dim_idx]
         shapes = self.state_shape if shape is None else shape
         if dtype is None:
             dtype = ref.dtype if ref.dtype.is_floating else oar.get_default_dtype()
@@ -70,7 +78,7 @@ class RNNCellBase(Layer):
         def build(s):
             if _is_shape(s):
                 dims = [d for d in s if d != -1] if s and s[0] == -1 else list(s)
-                return oar.full([batch, *dims], init_value, dtype=dtype)
+                return filled_for_batch(ref, batch_dim_idx, [], dims, init_value, dtype)
             return type(s)(build(item) for item in s)
 
         return build(shapes)
@@ -447,7 +455,8 @@ class RNNBase(LayerList):
         count = self.num_layers * self.num_directions
         sizes = [self.proj_size or self.hidden_size, self.hidden_size][: self.state_components]
         if initial_states is None:
-            components = [oar.zeros([count, batch, size], dtype=inputs.dtype) for size in sizes]
+            batch_dim = 1 if self.time_major else 0
+            components = [filled_for_batch(inputs, batch_dim, [count], [size], 0.0, inputs.dtype) for size in sizes]
         else:
             components = [initial_states] if isinstance(initial_states, Tensor) else list(initial_states)
             if len(components) != self.state_components:
