@@ -2,7 +2,7 @@
 
 The tests run in a virtual environment holding only oar-numba and its dependencies (nox's
 ``tests_isolated``), where the repository's ``tests`` package is not importable: the op-case
-modules of ``tests/nn/op_cases`` are loaded from their files instead.
+modules of ``tests/nn/op_cases`` are loaded from their files instead (``oar.testing.op_table_from``).
 """
 
 from __future__ import annotations
@@ -11,24 +11,14 @@ import importlib.util
 import sys
 from pathlib import Path
 
+from oar.testing import op_table_from
+
 REPO = Path(__file__).resolve().parents[2]
 PLUGIN = REPO / "plugins" / "oar-numba"
 
 
-def load_package(name: str, folder: Path):
-    """Import ``folder`` (a package with ``__init__.py``) under the module name ``name``."""
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, folder / "__init__.py",
-                                                  submodule_search_locations=[str(folder)])
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 def nn_op_cases() -> list:
-    return load_package("oar_nn_op_cases", REPO / "tests" / "nn" / "op_cases").all_cases()
+    return op_table_from(REPO / "tests" / "nn" / "op_cases", "oar_nn_op_cases")
 
 
 def bench_module():

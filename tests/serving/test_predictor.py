@@ -238,9 +238,36 @@ def test_a_third_party_serving_backend_plugs_in(saved):
         assert predictor.get_output_names() == ["mean"]
         [again] = predictor.clone().run([np.ones([1, 1, 28, 28], "float32")])  # no clone(): the runner is shared
         assert again.tolist() == [1.0]
+        # oar-serve --backend echo: the backend of every model whose config.json names none.
+        from oar.serving import load_repository, write_repository
+
+        repository = os.path.join(os.path.dirname(saved["lenet"]), "echo-repository")
+        write_repository(saved["lenet"], repository, "lenet", 1)
+        write_repository(saved["lenet"], repository, "named", 1, config={"backend": "oar"})
+        models = load_repository(repository, default_backend="echo")
+        assert models["lenet"].versions["1"].backend == "echo" and models["named"].versions["1"].backend == "oar"
+        assert models["lenet"].versions["1"].outputs[0]["name"] == "mean"
     finally:
         oar.plugins.unregister("echo-plugin")
     assert "echo" not in paddle_infer.serving_backends()
+
+
+def test_an_onnx_file_is_a_model_of_its_own_that_defaults_to_onnxruntime(saved, tmp_path):
+    onnx_file = tmp_path / "model.onnx"
+    onnx_file.write_bytes(b"")  # resolving reads no bytes: the backend does
+    for given in (str(onnx_file), str(tmp_path)):  # the file, or a folder holding only it
+        config = paddle_infer.Config(given)
+        assert config.model_files() == (str(onnx_file), "") and config.serving_backend() == "onnxruntime"
+    config = paddle_infer.Config(str(onnx_file))
+    config.set_serving_backend("oar")  # an explicit choice wins
+    assert config.serving_backend() == "oar" and not config.use_onnxruntime()
+    assert paddle_infer.Config(saved["lenet"]).serving_backend() == "oar"
+    config = paddle_infer.Config(saved["lenet"])
+    assert config.to_dict()["ort_optimization"] is False
+    config.enable_ort_optimization()
+    assert config.ort_optimization_enabled() and config.to_dict()["ort_optimization"] is True
+    with pytest.raises(FileNotFoundError, match="ONNX model file"):
+        paddle_infer.Config(str(tmp_path / "missing.onnx")).model_files()
 
 
 def test_output_hook_sees_every_op(saved):

@@ -23,9 +23,12 @@ One table of ``OpCase``s drives every check (Paddle's ``OpTest``, JAX's ``lax_te
 from __future__ import annotations
 
 import importlib
+import importlib.util
+import sys
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -53,7 +56,7 @@ EPS = {"float64": 2.0 ** -52, "float32": 2.0 ** -23, "float16": 2.0 ** -10, "bfl
 __all__ = [
     "OpCase", "check_output", "check_grad", "check_case", "check_forward", "load_cases", "record_ops", "OpRecorder",
     "TOLERANCES", "noncontiguous", "sum_tolerance", "check_static", "check_static_grad", "check_static_random",
-    "check_graph_break", "is_random", "op_table_tests",
+    "check_graph_break", "is_random", "op_table_tests", "op_table_from",
 ]
 
 
@@ -262,6 +265,22 @@ def check_forward(case: OpCase) -> None:
             check_output(case, dtype, recorder=rec)
         if case.op not in rec.ops:
             raise AssertionError(f"case {case.id} never dispatched op {case.op!r} (it ran {sorted(rec.ops)})")
+
+
+def op_table_from(folder, module_name: str) -> list[OpCase]:
+    """The op table of the package at ``folder`` (a folder with ``__init__.py`` defining
+    ``all_cases()``, such as the repository's ``tests/nn/op_cases``), imported from its files under
+    ``module_name``: what a plugin's tests use to run core's or nn's table where the repository's
+    ``tests`` package is not importable (a virtual environment holding only the plugin)."""
+    module = sys.modules.get(module_name)
+    if module is None:
+        folder = Path(folder)
+        spec = importlib.util.spec_from_file_location(module_name, folder / "__init__.py",
+                                                      submodule_search_locations=[str(folder)])
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[module_name] = module
+        spec.loader.exec_module(module)
+    return module.all_cases()
 
 
 def load_cases(package: str, families) -> list[OpCase]:

@@ -7,6 +7,7 @@ returns an ``OarRunner``, the ``oar.hookspecs.Runner`` the Predictor and the ser
 
 from __future__ import annotations
 
+import importlib
 import os
 from collections.abc import Mapping
 
@@ -14,6 +15,7 @@ import numpy as np
 
 import oar
 import oar.utils
+from oar.errors import PluginError
 from oar.static.passes import Executor, dead_code_elimination, optimize, select_passes
 
 PROGRAM_SUFFIX = ".json"
@@ -69,12 +71,23 @@ class OarRunner:
         return OarRunner(self.layer, self.program, self.place, self.reuse_buffers)
 
 
+def _load_layer(program_file: str, params: str | None):
+    if program_file.endswith(".onnx"):
+        # An ONNX model runs on oar's executor once imported (config.set_serving_backend("oar")).
+        try:
+            onnx_import = importlib.import_module("oar.onnx")
+        except ImportError:
+            raise PluginError(f"{program_file!r} is an ONNX model: oar's executor runs it after import by oar-onnx "
+                              f"(pip install oar-onnx), or run it with config.enable_onnxruntime()") from None
+        return onnx_import.load(program_file)
+    prefix = program_file[: -len(PROGRAM_SUFFIX)] if program_file.endswith(PROGRAM_SUFFIX) else program_file
+    return oar.jit.load(prefix, **({"params_filename": os.path.abspath(params)} if params else {}))
+
+
 def load(program_file: str, settings: Mapping) -> OarRunner:
     """The ``"oar"`` serving backend (``oar.hookspecs.ServingBackend``); ``settings`` is
     ``Config.to_dict()``, and ``settings["params_file"]`` the parameters file."""
-    prefix = program_file[: -len(PROGRAM_SUFFIX)] if program_file.endswith(PROGRAM_SUFFIX) else program_file
-    params = settings.get("params_file")
-    layer = oar.jit.load(prefix, **({"params_filename": os.path.abspath(params)} if params else {}))
+    layer = _load_layer(program_file, settings.get("params_file"))
     layer.eval()
     program = layer.program()
     level = int(settings.get("optimization_level", 2))

@@ -47,9 +47,13 @@ def _is_saved_model(path: str) -> bool:
     return '"format":"oar.jit"' in head.replace(" ", "")
 
 
+ONNX_SUFFIX = ".onnx"
+
+
 def resolve_model(model: str | None, params: str | None) -> tuple[str, str]:
     """``(program_file, params_file)`` for what a Config was given, or a FileNotFoundError that
-    says what was looked for."""
+    says what was looked for. An ONNX file (``model.onnx``, or the one ``.onnx`` file of a folder
+    without a saved oar model) has no parameters file: ``(path, "")``."""
     if model is None:
         raise ArgumentError("Config: no model given: Config(prefix), Config(model_file, params_file) or "
                             "config.set_model(model_file, params_file)")
@@ -57,11 +61,19 @@ def resolve_model(model: str | None, params: str | None) -> tuple[str, str]:
     if os.path.isdir(model):
         found = sorted(f for f in os.listdir(model) if f.endswith(PROGRAM_SUFFIX)
                        and _is_saved_model(os.path.join(model, f)))
+        onnx_files = sorted(f for f in os.listdir(model) if f.endswith(ONNX_SUFFIX))
+        if not found and len(onnx_files) == 1:
+            found = onnx_files
         if len(found) != 1:
             what = f"{len(found)} ({', '.join(found)})" if found else "none"
             raise FileNotFoundError(f"Config({model!r}): a model folder must hold exactly one model saved by "
-                                    f"oar.jit.save (<name>{PROGRAM_SUFFIX} + <name>{PARAMS_SUFFIX}); found {what}")
+                                    f"oar.jit.save (<name>{PROGRAM_SUFFIX} + <name>{PARAMS_SUFFIX}) or one "
+                                    f"<name>{ONNX_SUFFIX} file; found {what}")
         model = os.path.join(model, found[0])
+    if model.endswith(ONNX_SUFFIX):
+        if not os.path.isfile(model):
+            raise FileNotFoundError(f"Config: the ONNX model file {model!r} does not exist")
+        return model, ""
     prefix = model[: -len(PROGRAM_SUFFIX)] if model.endswith(PROGRAM_SUFFIX) else model
     program_file = prefix + PROGRAM_SUFFIX
     params_file = os.fspath(params) if params is not None else prefix + PARAMS_SUFFIX
@@ -99,7 +111,8 @@ class Config:
 
     The serving backend (the engine that runs the model) is ``"oar"``, oar's executor, unless
     ``set_serving_backend(name)`` (or ``enable_onnxruntime()``) picks another registered one;
-    ``oar.inference.serving_backends()`` lists them.
+    ``oar.inference.serving_backends()`` lists them. An ``.onnx`` model runs on ``"onnxruntime"``
+    (oar-onnx) unless another backend is set.
     """
 
     def __init__(self, model_file: str | None = None, params_file: str | None = None):
@@ -113,7 +126,8 @@ class Config:
         self._ir_debug = False
         self._ir_debug_passes: list[str] | None = None
         self._debug_dir = "oar_ir_debug"
-        self._backend = DEFAULT_BACKEND
+        self._backend: str | None = None  # None: "oar", or "onnxruntime" for an .onnx model
+        self._ort_optimization = False
         self._use_gpu = False
         self._gpu_device_id = 0
         self._mkldnn = False
@@ -260,7 +274,13 @@ class Config:
         self._backend = name
 
     def serving_backend(self) -> str:
-        return self._backend
+        if self._backend is not None:
+            return self._backend
+        try:
+            onnx_model = self.model_files()[0].endswith(ONNX_SUFFIX)
+        except (FileNotFoundError, ArgumentError):  # create_predictor reports it
+            onnx_model = False
+        return "onnxruntime" if onnx_model else DEFAULT_BACKEND
 
     def enable_onnxruntime(self) -> None:
         """Paddle's switch to ONNX Runtime: ``set_serving_backend("onnxruntime")``."""
@@ -270,7 +290,15 @@ class Config:
         self._backend = DEFAULT_BACKEND
 
     def use_onnxruntime(self) -> bool:
-        return self._backend == "onnxruntime"
+        return self.serving_backend() == "onnxruntime"
+
+    def enable_ort_optimization(self) -> None:
+        """Paddle's switch for ONNX Runtime's graph optimisations (all levels: node fusions, layout
+        changes); without it the onnxruntime backend runs only the basic, exact ones."""
+        self._ort_optimization = True
+
+    def ort_optimization_enabled(self) -> bool:
+        return self._ort_optimization
 
     # -- a copy and a summary -------------------------------------------------------------------
     def copy(self) -> Config:
@@ -285,7 +313,7 @@ class Config:
         except (FileNotFoundError, ArgumentError) as exc:
             program, params = f"<{exc}>", ""
         rows = [
-            ("model file", program), ("params file", params), ("serving backend", self._backend),
+            ("model file", program), ("params file", params), ("serving backend", self.serving_backend()),
             ("place", self.place()), ("cpu math threads", str(self.cpu_math_library_num_threads())),
             ("ir optim", str(self._ir_optim)), ("optimization level", str(self.optimization_level())),
             ("memory optim", str(self._memory_optim)), ("deleted passes", ", ".join(self._deleted_passes) or "-"),
@@ -298,7 +326,7 @@ class Config:
         return "\n".join([line, *body, line])
 
     def __repr__(self) -> str:
-        return f"<oar.inference.Config model={self._model!r} backend={self._backend!r}>"
+        return f"<oar.inference.Config model={self._model!r} backend={self.serving_backend()!r}>"
 
     def to_dict(self) -> dict:
         """The settings as plain values (what a serving backend reads)."""
@@ -306,7 +334,7 @@ class Config:
             "place": self.place(), "threads": self._threads, "optimization_level": self.optimization_level(),
             "memory_optim": self._memory_optim, "deleted_passes": list(self._deleted_passes),
             "ir_debug": self._ir_debug, "ir_debug_passes": list(self._ir_debug_passes) if self._ir_debug_passes else None,
-            "debug_dir": self._debug_dir,
+            "debug_dir": self._debug_dir, "ort_optimization": self._ort_optimization,
         }
 
 

@@ -23,14 +23,21 @@ from oar.utils import atomic_file
 
 def write_repository(model_prefix: str, directory: str, name: str, version: int = 1,
                      config: ModelConfig | dict | None = None) -> str:
-    """Copy a saved model (``model_prefix.json`` + ``.pdiparams``) into a repository as
-    ``directory/name/version/model.*``, with an optional ``config.json``; returns the version folder.
+    """Copy a saved model (``model_prefix.json`` + ``.pdiparams``, or an ONNX file
+    ``model_prefix.onnx``) into a repository as ``directory/name/version/model.*``, with an optional
+    ``config.json``; returns the version folder.
 
     >>> # write_repository("out/lenet", "models", "lenet")  ->  "models/lenet/1"
     """
     target = os.path.join(directory, name, str(version))
     os.makedirs(target, exist_ok=True)
-    for suffix in (".json", ".pdiparams"):
+    # An ONNX file when given one, or when the prefix has no saved oar model beside it.
+    given_onnx = model_prefix.endswith(".onnx")
+    if given_onnx:
+        model_prefix = model_prefix[: -len(".onnx")]
+    suffixes = (".onnx",) if given_onnx or (not os.path.exists(model_prefix + ".json")
+                                            and os.path.exists(model_prefix + ".onnx")) else (".json", ".pdiparams")
+    for suffix in suffixes:
         shutil.copyfile(model_prefix + suffix, os.path.join(target, "model" + suffix))
     if config is not None:
         data = config if isinstance(config, dict) else dict(vars(config))
@@ -46,7 +53,7 @@ def serve_exported(model_prefix: str, *, start: bool = False, host: str = "127.0
     exported model (``<run>/serving/models/<name>/1/`` and a README with the command that serves
     it) and, with ``start=True``, serve it until SIGTERM or Ctrl-C. Returns the folder."""
     model_prefix = os.path.abspath(model_prefix)
-    name = os.path.basename(model_prefix)
+    name = os.path.basename(model_prefix[: -len(".onnx")] if model_prefix.endswith(".onnx") else model_prefix)
     folder = os.path.join(os.path.dirname(os.path.dirname(model_prefix)), "serving")
     models = os.path.join(folder, "models")
     write_repository(model_prefix, models, name, 1,

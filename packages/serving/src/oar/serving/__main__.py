@@ -2,7 +2,7 @@
 Protocol (KServe v2) REST API.
 
     oar-serve --model-repository DIR [--host 127.0.0.1] [--port 8000] [--workers N]
-              [--api-key KEY | env OAR_SERVE_API_KEY] [--max-request-bytes N]
+              [--api-key KEY | env OAR_SERVE_API_KEY] [--max-request-bytes N] [--backend NAME]
 
 SIGTERM (or Ctrl-C) stops accepting, finishes every accepted request and exits 0.
 """
@@ -29,6 +29,9 @@ def parse_args(argv: list[str] | None):
                         help="refuse request bodies over this many bytes with 413 (default 8 MiB)")
     parser.add_argument("--graceful-shutdown-s", type=float, default=30.0,
                         help="on SIGTERM, how long to wait for accepted requests before closing (default 30)")
+    parser.add_argument("--backend", default=None, metavar="NAME",
+                        help="the serving backend of models whose config.json names none (default: 'oar', or "
+                             "'onnxruntime' for a version holding a model.onnx; oar-onnx adds 'onnxruntime')")
     parser.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"])
     args = parser.parse_args(argv)
     if not os.path.isdir(args.model_repository):
@@ -46,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
 
     serve(args.model_repository, host=args.host, port=args.port, workers=args.workers, api_key=args.api_key,
           max_request_bytes=args.max_request_bytes, graceful_shutdown_s=args.graceful_shutdown_s,
-          log_level=args.log_level)
+          log_level=args.log_level, backend=args.backend)
     return 0
 
 

@@ -83,8 +83,10 @@ class ApiKeyMiddleware:
 class Server:
     """The repository's models and their schedulers, and the endpoints' handlers."""
 
-    def __init__(self, model_repository: str, *, max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES):
+    def __init__(self, model_repository: str, *, max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
+                 default_backend: str | None = None):
         self.model_repository = model_repository
+        self.default_backend = default_backend
         self.max_request_bytes = max_request_bytes
         self.models: dict[str, Model] = {}
         self.schedulers: dict[tuple[str, str], Scheduler] = {}
@@ -93,7 +95,7 @@ class Server:
     # -- lifespan -----------------------------------------------------------------------------
     @contextlib.asynccontextmanager
     async def lifespan(self, app):
-        self.models = load_repository(self.model_repository)
+        self.models = load_repository(self.model_repository, self.default_backend)
         for model in self.models.values():
             for version in model.versions.values():
                 if version.ready:
@@ -151,7 +153,7 @@ class Server:
         return JSONResponse({
             "name": version.model,
             "versions": sorted((v for v, e in model.versions.items() if e.ready), key=int),
-            "platform": model.config.backend,
+            "platform": version.backend,
             "inputs": [_tensor_metadata(s) for s in version.inputs],
             "outputs": [_tensor_metadata(s) for s in version.outputs],
         })
@@ -261,10 +263,10 @@ def _tensor_metadata(spec: dict) -> dict:
 
 
 def create_app(model_repository: str, *, api_key: str | None = None,
-               max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES) -> Starlette:
+               max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES, default_backend: str | None = None) -> Starlette:
     """The ASGI application serving ``model_repository`` (run it with any ASGI server; ``oar-serve``
-    runs it on uvicorn)."""
-    server = Server(model_repository, max_request_bytes=max_request_bytes)
+    runs it on uvicorn); ``default_backend`` runs the models whose config names no backend."""
+    server = Server(model_repository, max_request_bytes=max_request_bytes, default_backend=default_backend)
     routes = [
         Route("/v2/health/live", server.live),
         Route("/v2/health/ready", server.server_ready),
@@ -296,4 +298,5 @@ def app_from_environment():
                         format="%(asctime)s %(levelname)s %(name)s [%(process)d] %(message)s")
     api_key = options.pop("api_key", None) or os.environ.get(API_KEY_ENV) or None
     return create_app(options["model_repository"], api_key=api_key,
-                      max_request_bytes=options.get("max_request_bytes", DEFAULT_MAX_REQUEST_BYTES))
+                      max_request_bytes=options.get("max_request_bytes", DEFAULT_MAX_REQUEST_BYTES),
+                      default_backend=options.get("backend"))

@@ -41,7 +41,8 @@ class ModelConfig:
     ``timeout_ms``: a request not answered by then gets 504; ``max_concurrency``: batches of
     this model running at once (each on its own predictor over shared weights); ``threads``:
     ``Config.set_cpu_math_library_num_threads`` (process-wide); ``backend``: the serving
-    backend; ``warmup``: run one batch of zeros at load (compiles kernels before the first request).
+    backend (unset: ``"oar"``, or ``"onnxruntime"`` for a version holding an ``.onnx`` file);
+    ``ort_optimization``: ONNX Runtime's full graph optimisations (onnxruntime backend); ``warmup``: run one batch of zeros at load (compiles kernels before the first request).
     """
 
     max_batch_size: int = 32
@@ -50,7 +51,8 @@ class ModelConfig:
     timeout_ms: float = 30_000.0
     max_concurrency: int = 1
     threads: int | None = None
-    backend: str = "oar"
+    backend: str | None = None
+    ort_optimization: bool = True
     warmup: bool = True
 
     @classmethod
@@ -83,9 +85,11 @@ class ModelConfig:
         threads = config.threads
         if threads is not None and (not isinstance(threads, int) or isinstance(threads, bool) or threads < 1):
             raise ValueError(f"{where}: threads must be an int >= 1 or null, got {threads!r}")
-        if not isinstance(config.backend, str) or not isinstance(config.warmup, bool):
-            raise ValueError(f"{where}: backend must be a string and warmup true or false, got "
-                             f"{config.backend!r} and {config.warmup!r}")
+        if not isinstance(config.backend, (str, type(None))) or not isinstance(config.warmup, bool) or \
+                not isinstance(config.ort_optimization, bool):
+            raise ValueError(f"{where}: backend must be a string or null, warmup true or false and ort_optimization "
+                             f"true or false, got "
+                             f"{config.backend!r}, {config.warmup!r} and {config.ort_optimization!r}")
         return config
 
 
@@ -100,6 +104,7 @@ class ModelVersion:
     error: str | None = None
     inputs: list[dict] = field(default_factory=list)
     outputs: list[dict] = field(default_factory=list)
+    backend: str = ""  # the serving backend that runs it ("platform" in the model's metadata)
 
     @property
     def ready(self) -> bool:
@@ -129,14 +134,18 @@ def _warm_up(predictor, inputs: list[dict]) -> None:
     predictor.run(arrays)
 
 
-def load_version(model: str, version: str, path: str, config: ModelConfig) -> ModelVersion:
+def load_version(model: str, version: str, path: str, config: ModelConfig, default_backend: str | None = None) -> ModelVersion:
     entry = ModelVersion(model, version, path)
     try:
         inference = Config(path)
         if config.threads is not None:
             inference.set_cpu_math_library_num_threads(config.threads)
-        if config.backend != "oar":
-            inference.set_serving_backend(config.backend)
+        backend = config.backend or default_backend
+        if backend is not None:
+            inference.set_serving_backend(backend)
+        if config.ort_optimization:
+            inference.enable_ort_optimization()
+        entry.backend = inference.serving_backend()
         predictor = create_predictor(inference)
         entry.inputs, entry.outputs = predictor.get_input_specs(), predictor.get_output_specs()
     except Exception as exc:  # noqa: BLE001 - any failure of one model must leave the others serving
@@ -153,8 +162,9 @@ def load_version(model: str, version: str, path: str, config: ModelConfig) -> Mo
     return entry
 
 
-def load_repository(directory: str) -> dict[str, Model]:
-    """Every model of the repository, each version loaded or with its reason for failing."""
+def load_repository(directory: str, default_backend: str | None = None) -> dict[str, Model]:
+    """Every model of the repository, each version loaded or with its reason for failing;
+    ``default_backend`` runs the models whose config names no backend (``oar-serve --backend``)."""
     if not os.path.isdir(directory):
         raise FileNotFoundError(f"--model-repository {directory!r} is not a folder")
     models: dict[str, Model] = {}
@@ -178,5 +188,6 @@ def load_repository(directory: str) -> dict[str, Model]:
             model.error = f"{folder} has no version folder (<model>/1/, <model>/2/, ...)"
             log.error("model %r: %s", name, model.error)
         for version in versions:
-            model.versions[version] = load_version(name, version, os.path.join(folder, version), model.config)
+            model.versions[version] = load_version(name, version, os.path.join(folder, version), model.config,
+                                                   default_backend)
     return models

@@ -38,9 +38,9 @@ class NoDelayHTTPProtocol(AutoHTTPProtocol):
 
 def serve(model_repository: str, *, host: str = "127.0.0.1", port: int = 8000, workers: int = 1,
           api_key: str | None = None, max_request_bytes: int | None = None, graceful_shutdown_s: float = 30.0,
-          log_level: str = "info") -> None:
+          log_level: str = "info", backend: str | None = None) -> None:
     """Serve ``model_repository`` on uvicorn until SIGTERM or Ctrl-C (then finish the accepted
-    requests and return).
+    requests and return). ``backend`` runs the models whose ``config.json`` names no serving backend.
 
     >>> # serve("models", port=8000, workers=2)  # blocks; `oar-serve` calls this
     """
@@ -48,6 +48,8 @@ def serve(model_repository: str, *, host: str = "127.0.0.1", port: int = 8000, w
                "max_request_bytes": max_request_bytes or DEFAULT_MAX_REQUEST_BYTES}
     if api_key:
         options["api_key"] = api_key
+    if backend:
+        options["backend"] = backend
     os.environ[OPTIONS_ENV] = json.dumps(options)
     metrics_dir = None
     if workers > 1 and not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
