@@ -153,3 +153,13 @@ def test_spec_shapes_print_with_question_marks():
     program = captured(lambda x: x.sum(axis=0), spec=[InputSpec([None, None, 4], name="x")])
     assert str(program).splitlines()[0] == "program(%x: float32[?, ?, 4]) {"
     assert "float32[?, 4] = sum(%x)" in str(program)
+
+
+def test_an_op_whose_size_depends_on_the_data_records_a_dynamic_dim_even_on_static_inputs():
+    # Recording the example's size would tell every later reader of the program (an exporter, a
+    # pass planning buffers) a size that the next input does not have.
+    f = to_static(lambda x: oar.masked_select(x, x > 0) * 2.0, input_spec=[InputSpec([4], "float32", "x")])
+    assert f(oar.to_tensor([1.0, -1.0, 2.0, 3.0])).tolist() == [2.0, 4.0, 6.0]
+    selected = next(n for n in f.concrete_program.nodes if n.op == "masked_select")
+    assert f.concrete_program.values[selected.outputs[0]].shape == (None,)
+    assert f(oar.to_tensor([1.0, -1.0, -2.0, -3.0])).tolist() == [2.0]

@@ -254,9 +254,9 @@ class TracingMode(Mode):
 
     @staticmethod
     def _out_metas(op, in_metas, attrs, outs) -> list[TensorMeta]:
+        # The meta's dynamic dims (None) survive even when every input is static: an op whose output
+        # size depends on the data (nonzero, masked_select) must not record the example's size.
         actual = [TensorMeta(tuple(t._data.shape), t.dtype) for t in outs]
-        if not any(None in m.shape for m in in_metas):
-            return actual
         try:
             m = op.meta(*in_metas, **attrs)
             metas = (m,) if isinstance(m, TensorMeta) else tuple(m)
