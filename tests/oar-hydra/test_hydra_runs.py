@@ -107,7 +107,7 @@ def test_resume_continues_the_same_trajectory(oar_run, tmp_path):
     ("trainer.batch_size=abc", "Value 'abc' of type 'str' could not be converted to Integer", 1),
     ("optimizer=rmsprop", "Could not find 'optimizer/rmsprop'", 1),
     ("amp=fp16", "oar-run: error: amp=fp16: the config group 'amp' comes with oar-amp, which is not installed", 2),
-    ("export=onnx", "pip install oar-onnx", 2),
+    ("strategy=ddp", "pip install oar-distributed", 2),
     ("trainer.resume=nowhere", "has no checkpoints/latest.json", 2),
     ("trainer.device=gpu", "oar-run: error: trainer.device='gpu': set_device: no backend 'gpu' is installed", 2),
 ])

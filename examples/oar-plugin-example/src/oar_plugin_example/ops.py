@@ -38,6 +38,17 @@ def _logcosh_grad(ctx, g):
     return g * oar.tanh(x)
 
 
+@logcosh_op.lowering("onnx")
+def _logcosh_onnx(node, ctx):
+    # How oar-onnx writes the op (``oar.onnx.LoweringContext``): the same overflow-free form,
+    # |x| + softplus(-2|x|) - log 2, as five ONNX nodes.
+    (x,) = ctx.inputs(node)
+    like = node.inputs[0]
+    magnitude = ctx.emit("Abs", [x])
+    tail = ctx.emit("Softplus", [ctx.emit("Mul", [magnitude, ctx.constant(-2.0, like=like)])])
+    ctx.emit("Sub", [ctx.emit("Add", [magnitude, tail]), ctx.constant(LOG_2, like=like)], ctx.outputs(node))
+
+
 def logcosh(x, name=None) -> oar.Tensor:
     """``log(cosh(x))`` elementwise: a smooth ``|x|`` used as a robust regression loss.
 

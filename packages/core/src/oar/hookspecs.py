@@ -110,7 +110,9 @@ class Pass(Protocol):
 # A lowering is how one op is written in one target, in the form that target's consumer reads:
 # "numpy_out" (core's elementwise fusion): fn(*arrays, out=buffer_or_None, **attrs);
 # "numba" (oar-numba's fused loops): (expression template, ((attribute, default), ...));
-# "onnx" (oar-onnx): fn(node, ctx) emitting ONNX nodes.
+# "onnx" (oar-onnx): fn(node, ctx), node the program's OpNode, ctx an oar.onnx.LoweringContext that
+# names the node's tensors and writes ONNX nodes (ctx.emit(op_type, inputs, outputs, **attributes));
+# docs/onnx.md and docs/plugins.md show one.
 Lowering: TypeAlias = Any
 
 

@@ -150,13 +150,18 @@ def _export(cfg: DictConfig, network, run_dir: Path, name: str, data: DataSplits
         if was_training:
             network.train()
     result = {"export": str(prefix.relative_to(run_dir))}
-    if Path(f"{prefix}.json").is_file():
+    onnx_file = Path(f"{prefix}.onnx")
+    if Path(f"{prefix}.json").is_file() or onnx_file.is_file():
         count = min(len(data.eval), 64)
-        batch = oar.to_tensor(np.stack([np.asarray(data.eval[i][0]) for i in range(count)]))
+        batch = np.stack([np.asarray(data.eval[i][0]) for i in range(count)]).astype(np.float32)
         with oar.no_grad():
             network.eval()
-            expected = network(batch).numpy()
-            served = oar.jit.load(str(prefix))(batch).numpy()
+            expected = network(oar.to_tensor(batch)).numpy()
+            if onnx_file.is_file():
+                result["export"] = str(onnx_file.relative_to(run_dir))
+                served = _run_onnx(onnx_file, batch)
+            else:
+                served = oar.jit.load(str(prefix))(oar.to_tensor(batch)).numpy()
             if was_training:
                 network.train()
         if not np.allclose(served, expected, rtol=1e-4, atol=1e-5):
@@ -164,6 +169,14 @@ def _export(cfg: DictConfig, network, run_dir: Path, name: str, data: DataSplits
                                f"(max difference {np.abs(served - expected).max():.3g})")
         result["export_checked"] = True
     return result
+
+
+def _run_onnx(path: Path, batch: np.ndarray) -> np.ndarray:
+    # onnxruntime comes with oar-onnx, the package whose export=onnx option wrote the file.
+    import onnxruntime
+
+    session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    return session.run(None, {session.get_inputs()[0].name: batch})[0]
 
 
 def _restore(model, checkpoint_dir: Path, sampler, history: History, saver: RunCheckpoint) -> int:
