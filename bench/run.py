@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import functools
 import importlib.util
 import json
 import os
@@ -66,10 +67,11 @@ ONCE = {"W10"}  # one round whatever --rounds says: 16 clients for 15 s per conf
 OWN_TABLES = {"W9", "W10"}  # reported in tables of their own, not in the main one
 # W9's columns: the oar Predictor, then the engines it is measured against; Paddle's worker fills two.
 W9_COLUMNS = (("oar", "oar Predictor", ""), ("onnxruntime", "onnxruntime", "oar/ort"),
+              ("onnxruntime-oar", "onnxruntime, oar's file", "oar/ort oar's file"),
               ("paddle-onednn", "Paddle Inference oneDNN", "oar/Paddle oneDNN"),
               ("paddle-plain", "Paddle Inference no oneDNN", "oar/Paddle no oneDNN"),
               ("torch", "torch eager no_grad", "oar/torch"))  # (column, header, ratio header)
-W9_FRAMEWORK = {"paddle-onednn": "paddle", "paddle-plain": "paddle"}  # a column's framework, where not its name
+W9_FRAMEWORK = {"paddle-onednn": "paddle", "paddle-plain": "paddle", "onnxruntime-oar": "onnxruntime"}  # a column's framework, where not its name
 W9_TOLERANCE = 1e-3  # largest |difference| from the frameworks' median, relative to the largest |output|
 W6_ORDER = {w6_case(batch, path): i for i, (batch, path) in
             enumerate([("b1", "eager"), ("b1", "graph"), ("b64", "eager"), ("b64", "graph")])}
@@ -197,12 +199,13 @@ def export_onnx(directory: str, args: argparse.Namespace, log) -> tuple[str | No
     return path, ""
 
 
-def export_w9_onnx(directory: str, args: argparse.Namespace, log) -> tuple[str | None, str]:
-    """W9's ONNX models for the onnxruntime worker, written by the torch worker into ``directory``."""
+def export_w9_onnx(framework: str, directory: str, args: argparse.Namespace, log) -> tuple[str | None, str]:
+    """W9's models as ONNX files, written into ``directory`` by ``framework``'s worker (torch:
+    ``torch.onnx.export``; oar: ``oar.onnx.export``), for the onnxruntime worker."""
     quick = argparse.Namespace(**{**vars(args), "quick": True, "repeats": None})
-    result = run_worker("torch", "W9", 1, quick, ["--export-onnx-dir", directory])
+    result = run_worker(framework, "W9", 1, quick, ["--export-onnx-dir", directory])
     if "error" in result:
-        reason = f"the ONNX export of W9's models failed: {result['error']}"
+        reason = f"{framework}'s ONNX export of W9's models failed: {result['error']}"
         log(f"  {reason}")
         return None, reason
     return directory, ""
@@ -432,6 +435,23 @@ def w9_targets_markdown(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def onnx_file_targets_markdown(run: Run) -> str:
+    """Per W9 model and batch: ONNX Runtime's time on oar's file over its time on torch's (<= 1.0x):
+    the same weights and the same engine, so the ratio is what the exporters wrote."""
+    differs = w9_differs(run)
+    lines = ["| model, batch (W9) | onnxruntime, torch's file ms | onnxruntime, oar's file ms | oar's file / torch's "
+             "(<= 1.0x) |", "| --- | ---: | ---: | --- |"]
+    for model, batch in w9_keys():
+        case = w9_case(model, batch)
+        row = run.cells.get(("W9", case), {})
+        torch_file, oar_file = row.get("onnxruntime"), row.get("onnxruntime-oar")
+        ratio = None if {(case, "onnxruntime"), (case, "onnxruntime-oar")} & differs else time_ratio(oar_file, torch_file)
+        verdict = "—" if ratio is None else f"{ratio:.2f}x " + ("met" if ratio <= 1.0 else "**missed**")
+        cells = [fmt(c.value) if c is not None and c.value is not None else "—" for c in (torch_file, oar_file)]
+        lines.append(f"| {case} | {cells[0]} | {cells[1]} | {verdict} |")
+    return "\n".join(lines)
+
+
 def w10_cells(run: Run) -> list[tuple[str, Cell]]:
     return [(case, row["oar"]) for (workload, case), row in run.cells.items() if workload == "W10" and "oar" in row]
 
@@ -603,6 +623,8 @@ def report(runs: list[Run], status: dict[str, str], absent_reasons: dict[tuple[s
                       "Predictor's time over each engine's):", W9Table(run, status, absent_reasons).markdown()]
             parts += [text for text in (w9_agreement(run),) if text]
             parts += ["Targets of issue 15, W9:", w9_targets_markdown(w9_targets(run))]
+            parts += ["Target of issue 17, W9: ONNX Runtime runs the file oar.onnx writes at least as fast as the one "
+                      "torch.onnx.export writes for the same weights:", onnx_file_targets_markdown(run)]
         if "W10" in workloads and w10_cells(run):
             parts += ["W10, load test of `python -m oar.serving` (Paddle's tutorial LeNet, batch-1 requests):",
                       w10_markdown(run)]
@@ -713,7 +735,8 @@ def main(argv: list[str] | None = None) -> int:
     absent_reasons: dict[tuple[str, str], str] = {}  # (framework, workload) -> why it has no figures
     with tempfile.TemporaryDirectory() as directory:
         onnx_models: dict[str, list[str]] = {}  # the onnxruntime worker's model arguments, per workload
-        for workload, export, flag in (("W6", export_onnx, "--model"), ("W9", export_w9_onnx, "--model-dir")):
+        for workload, export, flag in (("W6", export_onnx, "--model"),
+                                       ("W9", functools.partial(export_w9_onnx, "torch"), "--model-dir")):
             if workload not in args.workloads or status["onnxruntime"]:
                 continue
             if not status["torch"]:
@@ -726,6 +749,12 @@ def main(argv: list[str] | None = None) -> int:
                 absent_reasons[("onnxruntime", workload)] = reason
             else:
                 onnx_models[workload] = [flag, path]
+        if "W9" in args.workloads and not status["onnxruntime"]:
+            target = os.path.join(directory, "W9-oar")  # the same models, exported by oar.onnx
+            os.makedirs(target, exist_ok=True)
+            path, reason = export_w9_onnx("oar", target, args, log)
+            if path is not None:
+                onnx_models.setdefault("W9", []).extend(["--oar-model-dir", path])
         active = [f for f in FRAMEWORKS if not status[f]]
         runs = [measure(threads, active, args, onnx_models, log) for threads in args.threads]
 

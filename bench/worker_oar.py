@@ -102,8 +102,31 @@ def w9_predictor(name: str, batch: int, directory: str, threads: int):
     return create_predictor(config)
 
 
+def export_w9_onnx(directory: str) -> None:
+    """W9's models as oar.onnx writes them (``jit.save``, then ``oar.onnx.export`` of the saved
+    model, opset 17) for the ONNX Runtime worker: ``suite.w9_prefix(...) + ".onnx"``; a model that
+    does not export leaves ``<prefix>.onnx.failed`` with the reason instead."""
+    import oar.onnx
+
+    for name, (_, _, batches) in suite.W9_MODELS.items():
+        for batch in batches:
+            prefix = API.w9_save(name, batch, directory)
+            try:
+                oar.onnx.export(prefix, prefix)
+            except Exception as error:  # the reason is a result: the ORT worker reports it in the table
+                with open(prefix + ".onnx.failed", "w", encoding="utf-8") as f:
+                    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+                    f.write(f"oar.onnx.export: {type(error).__name__}: {' '.join(lines)}"[:300])
+            if name not in suite.W9_FIXED_BATCH:
+                break  # one file serves every batch
+
+
 def w9(args: WorkerArgs) -> list[Case]:
-    """W9's models through ``predictor.infer([x])`` (numpy in, numpy out: the Predictor's fast path)."""
+    """W9's models through ``predictor.infer([x])`` (numpy in, numpy out: the Predictor's fast path),
+    or, with ``--export-onnx-dir``, their ONNX files for the ONNX Runtime worker (and no timing)."""
+    if args.extra.export_onnx_dir:
+        export_w9_onnx(args.extra.export_onnx_dir)
+        return []
     try:
         import oar.inference  # noqa: F401 - oar-serving's
     except ImportError as error:
@@ -194,7 +217,11 @@ def details(thread_control: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = suite.parse_worker_args(__doc__.splitlines()[0], argv=argv)
+    def extend(parser):
+        parser.add_argument("--export-onnx-dir", metavar="DIR",
+                            help="with W9: write W9's models with oar.onnx.export into DIR (for the ONNX Runtime worker)")
+
+    args = suite.parse_worker_args(__doc__.splitlines()[0], extend, argv)
     thread_control = set_threads(args.threads)
     workloads = API.workloads() | {"W6": w6, "W7": w7, "W8": w8, "W9": w9, "W10": w10}
     cases = [case for name in args.workloads if name in workloads for case in workloads[name](args)]

@@ -1,9 +1,10 @@
-"""The ONNX Runtime worker of the benchmark suite: W6's LeNet and W9's models, exported to ONNX by the torch worker.
+"""The ONNX Runtime worker of the benchmark suite: W6's LeNet and W9's models, exported to ONNX by the torch and oar workers.
 
     python bench/worker_torch.py W6 --threads 1 --quick --export-onnx /tmp/lenet.onnx
     python bench/worker_onnxruntime.py W6 --threads 1 --model /tmp/lenet.onnx
     python bench/worker_torch.py W9 --threads 1 --export-onnx-dir /tmp/w9
-    python bench/worker_onnxruntime.py W9 --threads 1 --model-dir /tmp/w9
+    python bench/worker_oar.py W9 --threads 1 --export-onnx-dir /tmp/w9-oar
+    python bench/worker_onnxruntime.py W9 --threads 1 --model-dir /tmp/w9 --oar-model-dir /tmp/w9-oar
 
 A CPU session with every graph optimisation, ``intra_op_num_threads`` set to the suite's thread
 count and one inter-op thread. Only W6 and W9 have ONNX Runtime rows; other workloads are ignored.
@@ -53,31 +54,49 @@ def w6(args: WorkerArgs) -> list[Case]:
     return cases
 
 
-def w9(args: WorkerArgs) -> list[Case]:
-    """W9's models from the ONNX files of ``worker_torch.py W9 --export-onnx-dir``."""
+def w9_runs(directory: str | None, threads: int, exporter: str) -> tuple[dict, dict]:
+    """Sessions over the W9 files in ``directory`` (written by ``exporter``'s worker): the timed
+    callables and, per model without a file, the reason."""
     runs, failures, sessions = {}, {}, {}
     for name, (_, _, batches) in suite.W9_MODELS.items():
         for batch in batches:
-            path = suite.w9_prefix(args.extra.model_dir or "", name, batch) + ".onnx"
-            if not args.extra.model_dir or not os.path.exists(path):
-                failures[(name, batch)] = "no ONNX model: W9's are exported by the torch worker"
+            path = suite.w9_prefix(directory or "", name, batch) + ".onnx"
+            if not directory or not os.path.exists(path):
+                failed = path + ".failed"
+                failures[(name, batch)] = (open(failed, encoding="utf-8").read() if os.path.exists(failed) else
+                                           f"no ONNX model: W9's are exported by the {exporter} worker")
                 continue
             try:
                 if path not in sessions:
-                    sessions[path] = make_session(path, args.threads)
+                    sessions[path] = make_session(path, threads)
             except Exception as error:  # report, as the other workers do, rather than lose the run
                 failures[(name, batch)] = f"onnxruntime: {type(error).__name__}: {error}".splitlines()[0][:300]
                 continue
             session = sessions[path]
             feed = {session.get_inputs()[0].name: suite.inputs(name)[f"b{batch}"]}
             runs[(name, batch)] = lambda session=session, feed=feed: session.run(None, feed)[0]
-    return suite.w9_cases("onnxruntime", runs, args, "onnxruntime, exported by torch.onnx.export", failures)
+    return runs, failures
+
+
+def w9(args: WorkerArgs) -> list[Case]:
+    """W9's models from the ONNX files of ``worker_torch.py W9 --export-onnx-dir`` (column
+    ``onnxruntime``) and of ``worker_oar.py W9 --export-onnx-dir`` (column ``onnxruntime-oar``):
+    the same weights, the same engine, two exporters."""
+    cases = []
+    if args.extra.model_dir:
+        runs, failures = w9_runs(args.extra.model_dir, args.threads, "torch")
+        cases += suite.w9_cases("onnxruntime", runs, args, "onnxruntime, exported by torch.onnx.export", failures)
+    if args.extra.oar_model_dir:
+        runs, failures = w9_runs(args.extra.oar_model_dir, args.threads, "oar")
+        cases += suite.w9_cases("onnxruntime-oar", runs, args, "onnxruntime, exported by oar.onnx.export", failures)
+    return cases
 
 
 def main(argv: list[str] | None = None) -> int:
     def extend(parser):
         parser.add_argument("--model", metavar="PATH", help="the LeNet ONNX file written by worker_torch.py")
         parser.add_argument("--model-dir", metavar="DIR", help="W9's ONNX files written by worker_torch.py")
+        parser.add_argument("--oar-model-dir", metavar="DIR", help="W9's ONNX files written by worker_oar.py")
 
     args = suite.parse_worker_args(__doc__.splitlines()[0], extend, argv)
     details = f"numpy {np.__version__}; intra_op_num_threads={args.threads}, inter_op_num_threads=1"
