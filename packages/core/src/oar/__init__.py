@@ -86,6 +86,7 @@ _LAZY_MODULES = {
     "jit": "oar-core",
     "static": "oar-core",
     "slim": "oar-slim",
+    "quantization": "oar-slim",
     "inference": "oar-serving",
     "serving": "oar-serving",
     "distributed": "oar-distributed",
@@ -97,6 +98,7 @@ _LAZY_ATTRS = {  # name -> (module, attribute)
     "hookspec": ("oar.plugins", "hookspec"),
     "Model": ("oar.hapi", "Model"),
     "summary": ("oar.hapi", "summary"),
+    "flops": ("oar.hapi", "flops"),
     "DataParallel": ("oar.distributed", "DataParallel"),
 }
 
