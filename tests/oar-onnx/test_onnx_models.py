@@ -84,3 +84,38 @@ def test_vgg11_matches_eager(tmp_path):
     spec = [InputSpec([None, 3, 32, 32], "float32", "x")]
     export_and_compare(model, [_inputs([3, 32, 32], "float32", 1, 1)], tmp_path, specs=spec,
                        feeds_for=[[_inputs([3, 32, 32], "float32", 7, 2)]], name="vgg11")
+
+
+def test_an_int8_model_from_oar_slim_exports_as_qdq_with_int8_weights(tmp_path):
+    quantization = pytest.importorskip("oar.quantization", reason="the INT8 model comes from oar-slim")
+    import onnxruntime as ort
+    from onnx_test_support import tolerance
+
+    from oar.quantization.observers import AbsMaxChannelWiseWeightObserver, AbsmaxObserver
+
+    oar.seed(0)
+    model = LeNet()
+    model.eval()
+    ptq = quantization.PTQ(quantization.QuantConfig(activation=AbsmaxObserver(), weight=AbsMaxChannelWiseWeightObserver()))
+    observed = ptq.quantize(model)
+    with oar.no_grad():
+        observed(oar.to_tensor(_inputs([1, 28, 28], "float32", 32, 0)))  # calibration
+    converted = ptq.convert(observed)
+    path = str(tmp_path / "lenet_int8")
+    oar.onnx.export(converted, path, input_spec=[InputSpec([None, 1, 28, 28], "float32", "x")])
+    exported = onnx.load(path + ".onnx")
+    onnx.checker.check_model(exported, full_check=True)
+    assert {"QuantizeLinear", "DequantizeLinear"} <= {n.op_type for n in exported.graph.node}
+    assert sum(t.data_type == onnx.TensorProto.INT8 and t.name.endswith(".weight") for t in exported.graph.initializer) == 5
+    # Unoptimized, ONNX Runtime computes the QDQ math as oar does (its optimizer would fuse the
+    # pairs into int8 kernels that requantize in between: tests/slim checks those).
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    session = ort.InferenceSession(path + ".onnx", options, providers=["CPUExecutionProvider"])
+    for batch in (1, 7):  # one dynamic-batch file
+        x = _inputs([1, 28, 28], "float32", batch, batch)
+        with oar.no_grad():
+            expected = converted(oar.to_tensor(x)).numpy()
+        got = session.run(None, {"x": x})[0]
+        rtol, atol = tolerance([expected], [x])
+        np.testing.assert_allclose(got, expected, rtol=rtol, atol=atol)
