@@ -507,3 +507,44 @@ def test_the_last_hit_is_reused_only_for_calls_its_guards_match():
         assert len(calls) == captures + 3 and len(f.program_cache) == 4
     f.clear_cache()
     assert f._fast is None
+
+
+def _state_writers():
+    """A trained weight and a persistable buffer the function only overwrites (a quantizer's
+    observed scale), by apply_inplace and by oar.assign(output=)."""
+    from oar.ops import apply_inplace
+
+    weight = oar.to_tensor(np.linspace(-1, 1, 9, dtype=np.float32).reshape(3, 3), stop_gradient=False)
+    scale = oar.zeros([])
+    scale.persistable = True
+
+    def by_apply_inplace(x):
+        y = oar.matmul(x, weight)
+        with oar.no_grad():
+            apply_inplace(scale, y.abs().max())
+        return y * 2.0
+
+    def by_assign(x):
+        y = oar.matmul(x, weight)
+        oar.assign(y.abs().max(), output=scale)
+        return y * 2.0
+
+    return weight, scale, {"apply_inplace": by_apply_inplace, "assign": by_assign}
+
+
+@pytest.mark.parametrize("writer", ["apply_inplace", "assign"])
+def test_a_buffer_the_function_only_overwrites_is_updated_on_every_training_call(writer):
+    inputs = [np.random.default_rng(i).standard_normal([4, 3]).astype(np.float32) for i in range(4)]
+    seen = {}
+    for static in (False, True):
+        weight, scale, writers = _state_writers()
+        fn = to_static(writers[writer]) if static else writers[writer]
+        values = []
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # assign's buffer swap sends the function back to eager, with a warning
+            for x in inputs:
+                fn(oar.to_tensor(x)).sum().backward()
+                values.append(float(scale))
+        seen[static] = values
+        assert weight.grad is not None
+    assert seen[True] == seen[False] and len(set(seen[False])) == len(inputs)

@@ -287,6 +287,10 @@ class Program:
         for node in self.nodes:
             used.update(node.inputs)
             used.update(node.outputs)
+        # A parameter or buffer a state update writes stays, even when no node reads it (a
+        # buffer the function only overwrites): the update needs its tensor.
+        used.update(self.params[target] for kind, target, _ in self.updates
+                    if kind == "param" and target in self.params)
         for name, vid in list(self.params.items()):
             if vid not in used:
                 del self.params[name], self.param_tensors[name], self.param_kinds[name]

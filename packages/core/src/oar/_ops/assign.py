@@ -6,6 +6,7 @@ by to_static and carries the gradient (the identity) back to its input.
 
 from __future__ import annotations
 
+from oar._engine.dispatch import modes_above_eager
 from oar._engine.op import Op
 from oar._ops._common import Tensor, as_tensor, dispatch, same_meta
 from oar.errors import ArgumentError
@@ -58,6 +59,8 @@ def assign(x, output=None) -> Tensor:
         return result
     if not isinstance(output, Tensor):
         raise ArgumentError(f"assign: output must be a Tensor, got {type(output).__name__}")
+    for mode in modes_above_eager():  # a capture follows output to its new value (a state update),
+        mode.rebind(output, result)   # told before the buffer changes: output's old value is its input
     output._set_buffer(result._data)  # tensors that shared output's old buffer keep it
     output._bump_version()  # nodes that saved output's old value must not read the new one
     if result._node is not None:
