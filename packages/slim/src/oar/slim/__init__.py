@@ -1,6 +1,6 @@
-"""``oar.slim``: model compression. For now quantization, whose API is ``oar.quantization``
-(Paddle 3's), re-exported here; pruning, distillation and sensitivity analysis are planned
-(docs/slim.md).
+"""``oar.slim``: model compression. Quantization, whose API is ``oar.quantization`` (Paddle 3's),
+re-exported here; quantization sensitivity (``quant_sensitivity``, ``mixed_precision_config``) and
+a per-layer diff report (``compare_quantized``); pruning and distillation are planned (docs/slim.md).
 
 >>> import oar.slim
 >>> oar.slim.PTQ is oar.quantization.PTQ
@@ -9,4 +9,17 @@ True
 
 from oar.quantization import PTQ, QAT, QuantConfig, observers, quanters, weight_only_quantize
 
-__all__ = ["PTQ", "QAT", "QuantConfig", "observers", "quanters", "weight_only_quantize"]
+from .diff import LayerDiff, compare_quantized
+from .sensitivity import (
+    LayerSensitivity,
+    MixedPrecisionResult,
+    QuantSensitivity,
+    load_sensitivities,
+    mixed_precision_config,
+    quant_sensitivity,
+    quantizable_layers,
+)
+
+__all__ = ["PTQ", "QAT", "QuantConfig", "observers", "quanters", "weight_only_quantize", "quant_sensitivity",
+           "mixed_precision_config", "load_sensitivities", "quantizable_layers", "QuantSensitivity", "LayerSensitivity",
+           "MixedPrecisionResult", "compare_quantized", "LayerDiff"]

@@ -62,8 +62,7 @@ class FakeQuanterWithAbsMaxObserverLayer(BaseQuanter):
                 current = reduce_absmax(input, None).astype(self._scale.dtype)
                 state = apply_inplace(self._state, self._state * rate + 1.0, name="FakeQuanterWithAbsMaxObserver")
                 accum = apply_inplace(self._accum, self._accum * rate + current, name="FakeQuanterWithAbsMaxObserver")
-                # Reading the old scale in the update is also what lets to_static capture the
-                # buffer: a state that is only written is not captured (see docs/slim.md).
+                # The moving average of the batches' abs-max: accum / state (state, their decayed count, is > 0).
                 apply_inplace(self._scale, oar.where(state > 0, accum / state, self._scale),
                               name="FakeQuanterWithAbsMaxObserver")
         step = absmax_to_step(self._scale.detach(), self._bit_length)
