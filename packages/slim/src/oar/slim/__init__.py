@@ -1,6 +1,7 @@
 """``oar.slim``: model compression. Quantization, whose API is ``oar.quantization`` (Paddle 3's),
 re-exported here; quantization sensitivity (``quant_sensitivity``, ``mixed_precision_config``) and
-a per-layer diff report (``compare_quantized``); pruning and distillation are planned (docs/slim.md).
+a per-layer diff report (``compare_quantized``); filter pruning is ``oar.slim.prune``; distillation
+is planned (docs/slim.md).
 
 >>> import oar.slim
 >>> oar.slim.PTQ is oar.quantization.PTQ
@@ -9,7 +10,9 @@ True
 
 from oar.quantization import PTQ, QAT, QuantConfig, observers, quanters, weight_only_quantize
 
+from . import prune
 from .diff import LayerDiff, compare_quantized
+from .prune import FPGMFilterPruner, L1NormFilterPruner, L2NormFilterPruner
 from .sensitivity import (
     LayerSensitivity,
     MixedPrecisionResult,
@@ -22,4 +25,5 @@ from .sensitivity import (
 
 __all__ = ["PTQ", "QAT", "QuantConfig", "observers", "quanters", "weight_only_quantize", "quant_sensitivity",
            "mixed_precision_config", "load_sensitivities", "quantizable_layers", "QuantSensitivity", "LayerSensitivity",
-           "MixedPrecisionResult", "compare_quantized", "LayerDiff"]
+           "MixedPrecisionResult", "compare_quantized", "LayerDiff", "prune", "L1NormFilterPruner", "L2NormFilterPruner",
+           "FPGMFilterPruner"]
