@@ -6,24 +6,36 @@ is planned (docs/slim.md).
 >>> import oar.slim
 >>> oar.slim.PTQ is oar.quantization.PTQ
 True
+
+The names load on first use: the plugin's registration imports this package on every program's
+first op, and an eager program must not pay for quantization or the static graph.
 """
 
-from oar.quantization import PTQ, QAT, QuantConfig, observers, quanters, weight_only_quantize
+from __future__ import annotations
 
-from . import prune
-from .diff import LayerDiff, compare_quantized
-from .prune import FPGMFilterPruner, L1NormFilterPruner, L2NormFilterPruner
-from .sensitivity import (
-    LayerSensitivity,
-    MixedPrecisionResult,
-    QuantSensitivity,
-    load_sensitivities,
-    mixed_precision_config,
-    quant_sensitivity,
-    quantizable_layers,
-)
+import importlib
 
-__all__ = ["PTQ", "QAT", "QuantConfig", "observers", "quanters", "weight_only_quantize", "quant_sensitivity",
-           "mixed_precision_config", "load_sensitivities", "quantizable_layers", "QuantSensitivity", "LayerSensitivity",
-           "MixedPrecisionResult", "compare_quantized", "LayerDiff", "prune", "L1NormFilterPruner", "L2NormFilterPruner",
-           "FPGMFilterPruner"]
+_PUBLIC = {
+    **dict.fromkeys(["PTQ", "QAT", "QuantConfig", "observers", "quanters", "weight_only_quantize"], "oar.quantization"),
+    **dict.fromkeys(["LayerDiff", "compare_quantized"], "oar.slim.diff"),
+    **dict.fromkeys(["LayerSensitivity", "MixedPrecisionResult", "QuantSensitivity", "load_sensitivities",
+                     "mixed_precision_config", "quant_sensitivity", "quantizable_layers"], "oar.slim.sensitivity"),
+    **dict.fromkeys(["FPGMFilterPruner", "L1NormFilterPruner", "L2NormFilterPruner"], "oar.slim.prune"),
+}
+
+__all__ = sorted([*_PUBLIC, "prune"])
+
+
+def __getattr__(name: str):
+    if name == "prune":
+        return importlib.import_module("oar.slim.prune")
+    module = _PUBLIC.get(name)
+    if module is None:
+        raise AttributeError(f"module 'oar.slim' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))
