@@ -20,7 +20,7 @@ the walk-through.
 
 from __future__ import annotations
 
-import importlib
+from oar.utils import lazy_exports
 
 # Names resolve on first use (PEP 562), so that loading oar-serving's plugin -- which every
 # ``import oar`` program does on its first op -- imports none of the predictor's machinery.
@@ -30,20 +30,7 @@ _EXPORTS = {
     "oar.inference.predictor": ["DataType", "Predictor", "PredictorPool", "Tensor", "create_predictor",
                                 "get_version"],
 }
-_MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
-
-
-def __getattr__(name: str):
-    module = _MODULE_OF.get(name)
-    if module is None:
-        raise AttributeError(f"module 'oar.inference' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_MODULE_OF])
+__getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)
 
 
 def serving_backends() -> list[str]:
@@ -53,4 +40,4 @@ def serving_backends() -> list[str]:
     return sorted(oar.plugins.registries().serving_backends)
 
 
-__all__ = [*_MODULE_OF, "serving_backends"]
+__all__ = [*(name for names in _EXPORTS.values() for name in names), "serving_backends"]

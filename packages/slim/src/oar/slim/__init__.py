@@ -13,29 +13,15 @@ first op, and an eager program must not pay for quantization or the static graph
 
 from __future__ import annotations
 
-import importlib
+from oar.utils import lazy_exports
 
-_PUBLIC = {
-    **dict.fromkeys(["PTQ", "QAT", "QuantConfig", "observers", "quanters", "weight_only_quantize"], "oar.quantization"),
-    **dict.fromkeys(["LayerDiff", "compare_quantized"], "oar.slim.diff"),
-    **dict.fromkeys(["LayerSensitivity", "MixedPrecisionResult", "QuantSensitivity", "load_sensitivities",
-                     "mixed_precision_config", "quant_sensitivity", "quantizable_layers"], "oar.slim.sensitivity"),
-    **dict.fromkeys(["FPGMFilterPruner", "L1NormFilterPruner", "L2NormFilterPruner"], "oar.slim.prune"),
+_EXPORTS = {
+    "oar.quantization": ["PTQ", "QAT", "QuantConfig", "observers", "quanters", "weight_only_quantize"],
+    "oar.slim.diff": ["LayerDiff", "compare_quantized"],
+    "oar.slim.sensitivity": ["LayerSensitivity", "MixedPrecisionResult", "QuantSensitivity", "load_sensitivities",
+                             "mixed_precision_config", "quant_sensitivity", "quantizable_layers"],
+    "oar.slim.prune": ["FPGMFilterPruner", "L1NormFilterPruner", "L2NormFilterPruner"],
 }
+__getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)  # oar.slim.prune, a submodule, loads on first use too
 
-__all__ = sorted([*_PUBLIC, "prune"])
-
-
-def __getattr__(name: str):
-    if name == "prune":
-        return importlib.import_module("oar.slim.prune")
-    module = _PUBLIC.get(name)
-    if module is None:
-        raise AttributeError(f"module 'oar.slim' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(__all__))
+__all__ = sorted([*(name for names in _EXPORTS.values() for name in names), "prune"])

@@ -22,32 +22,14 @@ does) imports neither onnx nor onnxruntime.
 
 from __future__ import annotations
 
-import importlib
+from oar.utils import lazy_exports
 
-_PUBLIC = {
-    "export": "oar.onnx._api",
-    "check_exportable": "oar.onnx._api",
-    "load": "oar.onnx._import",
-    "importable_ops": "oar.onnx._import",
-    "ModelImportError": "oar.onnx._import",
-    "supported_ops": "oar.onnx._api",
-    "lowering_of": "oar.onnx._api",
-    "ExportError": "oar.onnx._context",
-    "LoweringContext": "oar.onnx._context",
-    "MissingOp": "oar.onnx._export",
-}
+__getattr__, __dir__ = lazy_exports(globals(), {
+    "oar.onnx._api": ["export", "check_exportable", "supported_ops", "lowering_of"],
+    "oar.onnx._import": ["load", "importable_ops", "ModelImportError"],
+    "oar.onnx._context": ["ExportError", "LoweringContext"],
+    "oar.onnx._export": ["MissingOp"],
+})
 
-__all__ = sorted(_PUBLIC)
-
-
-def __getattr__(name: str):
-    module = _PUBLIC.get(name)
-    if module is None:
-        raise AttributeError(f"module 'oar.onnx' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_PUBLIC))
+__all__ = sorted(["export", "check_exportable", "supported_ops", "lowering_of", "load", "importable_ops",
+                  "ModelImportError", "ExportError", "LoweringContext", "MissingOp"])
