@@ -119,3 +119,14 @@ def parity_tests(cases, *, not_exported: dict[str, str] | None = None):
 
     return {f.__name__: f for f in (test_case_matches_eager_through_onnxruntime, test_every_op_has_a_lowering_or_a_reason,
                                     test_the_named_cases_exist)}
+
+
+def randomize_batch_norm_statistics(model) -> None:
+    """Running statistics other than fresh ones (mean 0, variance 1), which would hide a wrong
+    folding or conversion of batch norm."""
+    rng = np.random.default_rng(11)
+    for name, buffer in model.named_buffers():
+        if name.endswith("_mean"):
+            buffer.set_value(rng.standard_normal(buffer.shape).astype(np.float32) * 0.1)
+        elif name.endswith("_variance"):
+            buffer.set_value(rng.uniform(0.5, 1.5, buffer.shape).astype(np.float32))

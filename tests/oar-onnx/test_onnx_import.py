@@ -13,7 +13,16 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
-from onnx_test_support import core_op_cases, exportable, flat_outputs, float32_inputs, nn_op_cases, session, tolerance
+from onnx_test_support import (
+    core_op_cases,
+    exportable,
+    flat_outputs,
+    float32_inputs,
+    nn_op_cases,
+    randomize_batch_norm_statistics,
+    session,
+    tolerance,
+)
 
 import oar
 import oar.nn as nn
@@ -942,15 +951,6 @@ def test_a_torch_style_transformer_encoder_layer_at_batch_1_and_7(tmp_path):
 
 
 # -- oar's models: export, import, same outputs ---------------------------------------------------------------
-def _randomize_batch_norm_statistics(model):
-    rng = np.random.default_rng(11)
-    for name, buffer in model.named_buffers():
-        if name.endswith("_mean"):
-            buffer.set_value(rng.standard_normal(buffer.shape).astype(np.float32) * 0.1)
-        elif name.endswith("_variance"):
-            buffer.set_value(rng.uniform(0.5, 1.5, buffer.shape).astype(np.float32))
-
-
 ROUND_TRIPS = {
     "lenet": (LeNet, [1, 28, 28]),
     "resnet18": (lambda: resnet18(num_classes=10), [3, 32, 32]),
@@ -965,7 +965,7 @@ def test_round_trip_export_then_import(name, tmp_path):
     build, shape = ROUND_TRIPS[name]
     oar.seed(3)
     model = build()
-    _randomize_batch_norm_statistics(model)
+    randomize_batch_norm_statistics(model)
     model.eval()
     path = os.path.join(str(tmp_path), name)
     oar.onnx.export(model, path, input_spec=[InputSpec([None, *shape], "float32", "x")])

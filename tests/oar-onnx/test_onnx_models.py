@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import onnx
 import pytest
-from onnx_test_support import export_and_compare
+from onnx_test_support import export_and_compare, randomize_batch_norm_statistics
 
 import oar
 import oar.nn as nn
@@ -50,22 +50,12 @@ def _inputs(shape, dtype, batch, seed):
     return rng.standard_normal([batch, *shape]).astype(np.float32)
 
 
-def _randomize_batch_norm_statistics(model):
-    # Fresh running statistics (mean 0, variance 1) would hide a wrong folding of batch norm.
-    rng = np.random.default_rng(11)
-    for name, buffer in model.named_buffers():
-        if name.endswith("_mean"):
-            buffer.set_value(rng.standard_normal(buffer.shape).astype(np.float32) * 0.1)
-        elif name.endswith("_variance"):
-            buffer.set_value(rng.uniform(0.5, 1.5, buffer.shape).astype(np.float32))
-
-
 @pytest.mark.parametrize("name", list(MODELS))
 def test_model_matches_eager_at_batch_1_and_7_through_one_file(name, tmp_path):
     make, shape, dtype = MODELS[name]
     oar.seed(0)
     model = make()
-    _randomize_batch_norm_statistics(model)
+    randomize_batch_norm_statistics(model)
     model.eval()
     spec = [InputSpec([None, *shape], dtype, "x")]
     first, second = _inputs(shape, dtype, 1, 1), _inputs(shape, dtype, 7, 2)

@@ -77,6 +77,23 @@ class BaseQuanter(Layer, metaclass=abc.ABCMeta):
     def bit_length(self) -> int: ...
 
 
+class SymmetricQuanter:
+    """The accessors every symmetric oar quanter and observer shares: ``bit_length()`` is
+    ``self._bit_length``, ``quant_axis()`` is ``self._quant_axis`` (-1, per tensor, unless set),
+    ``zero_points()`` None (the zero point is 0)."""
+
+    _quant_axis = -1
+
+    def bit_length(self) -> int:
+        return self._bit_length
+
+    def quant_axis(self) -> int:
+        return self._quant_axis
+
+    def zero_points(self) -> None:
+        return None
+
+
 class BaseObserver(BaseQuanter):
     """A quanter that only watches: ``forward`` returns its input and records statistics, and
     ``cal_thresholds()`` turns them into ``scales()`` (Paddle's ``BaseObserver``)."""

@@ -13,7 +13,7 @@ from oar import nn
 from oar.errors import ArgumentError
 from oar.ops import Tensor, apply_inplace
 
-from ..base import BaseObserver
+from ..base import BaseObserver, SymmetricQuanter
 from ..factory import ObserverFactory
 
 # The output-channel axis of each layer type's weight: Conv2D [out, in/groups, kh, kw], Linear [in, out].
@@ -58,12 +58,12 @@ class AbsmaxObserver(ObserverFactory):
         return AbsmaxObserverLayer
 
 
-class AbsmaxObserverLayer(BaseObserver):
+class AbsmaxObserverLayer(SymmetricQuanter, BaseObserver):
     INIT_ABS_MAX = 1e-7  # Paddle's: what scales() holds before anything was observed
 
     def __init__(self, layer, quant_bits: int = 8):
         super().__init__()
-        self._quant_bits = int(quant_bits)
+        self._bit_length = int(quant_bits)
         self.register_buffer("abs_max_val", oar.to_tensor(self.INIT_ABS_MAX, dtype="float32"))
 
     def forward(self, input):
@@ -75,17 +75,8 @@ class AbsmaxObserverLayer(BaseObserver):
     def observed(self) -> bool:
         return float(self.abs_max_val) > 2 * self.INIT_ABS_MAX
 
-    def bit_length(self):
-        return self._quant_bits
-
-    def quant_axis(self):
-        return -1
-
     def scales(self):
         return self.abs_max_val
-
-    def zero_points(self):
-        return None
 
 
 class AbsMaxChannelWiseWeightObserver(ObserverFactory):
@@ -109,10 +100,10 @@ class AbsMaxChannelWiseWeightObserver(ObserverFactory):
         return AbsMaxChannelWiseWeightObserverLayer
 
 
-class AbsMaxChannelWiseWeightObserverLayer(BaseObserver):
+class AbsMaxChannelWiseWeightObserverLayer(SymmetricQuanter, BaseObserver):
     def __init__(self, layer, quant_bits: int = 8):
         super().__init__()
-        self._quant_bits = int(quant_bits)
+        self._bit_length = int(quant_bits)
         self._quant_axis = channel_axis(layer, "AbsMaxChannelWiseWeightObserver")
         channels = layer.weight.shape[self._quant_axis]
         self.register_buffer("abs_max_val", oar.full([channels], AbsmaxObserverLayer.INIT_ABS_MAX, dtype="float32"))
@@ -127,17 +118,8 @@ class AbsMaxChannelWiseWeightObserverLayer(BaseObserver):
     def observed(self) -> bool:
         return float(self.abs_max_val.max()) > 2 * AbsmaxObserverLayer.INIT_ABS_MAX
 
-    def bit_length(self):
-        return self._quant_bits
-
-    def quant_axis(self):
-        return self._quant_axis
-
     def scales(self):
         return self.abs_max_val
-
-    def zero_points(self):
-        return None
 
 
 class MovingAverageAbsmaxObserver(ObserverFactory):
@@ -161,13 +143,13 @@ class MovingAverageAbsmaxObserver(ObserverFactory):
         return MovingAverageAbsmaxObserverLayer
 
 
-class MovingAverageAbsmaxObserverLayer(BaseObserver):
+class MovingAverageAbsmaxObserverLayer(SymmetricQuanter, BaseObserver):
     def __init__(self, layer, moving_rate: float = 0.9, quant_bits: int = 8):
         super().__init__()
         if not 0.0 <= moving_rate < 1.0:
             raise ArgumentError(f"MovingAverageAbsmaxObserver: moving_rate must be in [0, 1), got {moving_rate}")
         self._moving_rate = float(moving_rate)
-        self._quant_bits = int(quant_bits)
+        self._bit_length = int(quant_bits)
         self.register_buffer("_state", oar.to_tensor(0.0, dtype="float32"))
         self.register_buffer("_accum", oar.to_tensor(0.0, dtype="float32"))
         self.register_buffer("_scale", oar.to_tensor(AbsmaxObserverLayer.INIT_ABS_MAX, dtype="float32"))
@@ -186,14 +168,6 @@ class MovingAverageAbsmaxObserverLayer(BaseObserver):
     def observed(self) -> bool:
         return float(self._state) > 0.0
 
-    def bit_length(self):
-        return self._quant_bits
-
-    def quant_axis(self):
-        return -1
-
     def scales(self):
         return self._scale
 
-    def zero_points(self):
-        return None

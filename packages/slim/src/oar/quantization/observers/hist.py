@@ -19,7 +19,7 @@ import numpy as np
 import oar
 from oar.errors import ArgumentError
 
-from ..base import BaseObserver, qmax
+from ..base import BaseObserver, SymmetricQuanter, qmax
 from ..factory import ObserverFactory
 
 
@@ -73,12 +73,12 @@ def mse_threshold(hist: np.ndarray, hist_max: float, bits: int, candidates: int 
     return float(thresholds[int(np.argmin(errors))])
 
 
-class BaseHistObserverLayer(BaseObserver):
+class BaseHistObserverLayer(SymmetricQuanter, BaseObserver):
     def __init__(self, layer, quant_bits: int = 8, bins_count: int = 2048):
         super().__init__()
         if bins_count < 2:
             raise ArgumentError(f"{type(self).__name__}: bins_count must be at least 2, got {bins_count}")
-        self._quant_bits = int(quant_bits)
+        self._bit_length = int(quant_bits)
         self._bins_count = int(bins_count)
         self._hist: np.ndarray | None = None
         self._hist_max = 0.0
@@ -108,19 +108,10 @@ class BaseHistObserverLayer(BaseObserver):
         if self.observed():
             self._threshold = max(self._compute_threshold(), 1e-8)
 
-    def bit_length(self):
-        return self._quant_bits
-
-    def quant_axis(self):
-        return -1
-
     def scales(self):
         if self._threshold is None:
             self.cal_thresholds()
         return None if self._threshold is None else oar.to_tensor(self._threshold, dtype="float32")
-
-    def zero_points(self):
-        return None
 
 
 class HistObserver(ObserverFactory):
@@ -170,7 +161,7 @@ class KLObserver(ObserverFactory):
 
 class KLObserverLayer(BaseHistObserverLayer):
     def _compute_threshold(self) -> float:
-        kept = kl_threshold_bins(self._hist, qmax(self._quant_bits))
+        kept = kl_threshold_bins(self._hist, qmax(self._bit_length))
         return kept * self._hist_max / self._bins_count
 
 
@@ -187,4 +178,4 @@ class MSEObserver(ObserverFactory):
 
 class MSEObserverLayer(BaseHistObserverLayer):
     def _compute_threshold(self) -> float:
-        return mse_threshold(self._hist, self._hist_max, self._quant_bits)
+        return mse_threshold(self._hist, self._hist_max, self._bit_length)

@@ -10,7 +10,7 @@ from oar.errors import ArgumentError
 from oar.nn.quant import fake_quantize_dequantize
 from oar.ops import apply_inplace
 
-from ..base import BaseQuanter, absmax_to_step
+from ..base import BaseQuanter, SymmetricQuanter, absmax_to_step
 from ..factory import QuanterFactory
 from ..observers.abs_max import channel_axis, reduce_absmax
 
@@ -44,7 +44,7 @@ class FakeQuanterWithAbsMaxObserver(QuanterFactory):
         return FakeQuanterWithAbsMaxObserverLayer
 
 
-class FakeQuanterWithAbsMaxObserverLayer(BaseQuanter):
+class FakeQuanterWithAbsMaxObserverLayer(SymmetricQuanter, BaseQuanter):
     def __init__(self, layer, name=None, moving_rate: float = 0.9, bit_length: int = 8, dtype: str = "float32"):
         super().__init__()
         if not 0.0 <= moving_rate < 1.0:
@@ -68,17 +68,8 @@ class FakeQuanterWithAbsMaxObserverLayer(BaseQuanter):
         step = absmax_to_step(self._scale.detach(), self._bit_length)
         return fake_quantize_dequantize(input, step.astype(input.dtype), bit_length=self._bit_length)
 
-    def bit_length(self):
-        return self._bit_length
-
-    def quant_axis(self):
-        return -1
-
     def scales(self):
         return self._scale
-
-    def zero_points(self):
-        return None
 
 
 class FakeQuanterChannelWiseAbsMaxObserver(QuanterFactory):
@@ -102,7 +93,7 @@ class FakeQuanterChannelWiseAbsMaxObserver(QuanterFactory):
         return FakeQuanterChannelWiseAbsMaxObserverLayer
 
 
-class FakeQuanterChannelWiseAbsMaxObserverLayer(BaseQuanter):
+class FakeQuanterChannelWiseAbsMaxObserverLayer(SymmetricQuanter, BaseQuanter):
     # Its scale is a function of the tensor it quantizes: convert recomputes it from the final weight.
     scale_from_input = True
 
@@ -124,14 +115,6 @@ class FakeQuanterChannelWiseAbsMaxObserverLayer(BaseQuanter):
         return fake_quantize_dequantize(input, step.astype(input.dtype), axis=self._quant_axis,
                                         bit_length=self._bit_length)
 
-    def bit_length(self):
-        return self._bit_length
-
-    def quant_axis(self):
-        return self._quant_axis
-
     def scales(self):
         return self._scale
 
-    def zero_points(self):
-        return None
