@@ -61,7 +61,7 @@ def onnx_model_of(program_file: str, settings: Mapping) -> onnx.ModelProto:
     prefix = program_file[: -len(PROGRAM_SUFFIX)] if program_file.endswith(PROGRAM_SUFFIX) else program_file
     params = settings.get("params_file")
     layer = oar.jit.load(prefix, **({"params_filename": os.path.abspath(params)} if params else {}))
-    return to_model(program_of(layer), int(settings.get("onnx_opset") or DEFAULT_OPSET))
+    return to_model(program_of(layer), DEFAULT_OPSET)
 
 
 def session_options(settings: Mapping, debug_dir: str | None) -> ort.SessionOptions:

@@ -52,8 +52,7 @@ def program_of(model, input_spec=None) -> Program:
         prefix = os.fspath(model)
         prefix = prefix[:-len(".json")] if prefix.endswith(".json") else prefix
         program = oar.jit.load(prefix).program()
-    elif hasattr(model, "program") and callable(model.program) and hasattr(model, "input_spec") and \
-            type(model).__name__ == "TranslatedLayer":
+    elif isinstance(model, oar.jit.TranslatedLayer):
         program = model.program()
     else:
         with tempfile.TemporaryDirectory(prefix="oar-onnx-") as folder:
