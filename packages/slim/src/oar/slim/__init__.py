@@ -1,7 +1,7 @@
 """``oar.slim``: model compression. Quantization, whose API is ``oar.quantization`` (Paddle 3's),
 re-exported here; quantization sensitivity (``quant_sensitivity``, ``mixed_precision_config``) and
 a per-layer diff report (``compare_quantized``); filter pruning is ``oar.slim.prune``; distillation
-is planned (docs/slim.md).
+(``Distill`` and its losses) is ``oar.slim.dist`` (docs/slim.md).
 
 >>> import oar.slim
 >>> oar.slim.PTQ is oar.quantization.PTQ
@@ -18,9 +18,11 @@ from oar.utils import lazy_exports
 _EXPORTS = {
     "oar.quantization": ["PTQ", "QAT", "QuantConfig", "observers", "quanters", "weight_only_quantize"],
     "oar.slim.diff": ["LayerDiff", "compare_quantized"],
+    "oar.slim.dist": ["Distill", "DistillError", "fsp_loss", "kl_loss", "l2_loss", "soft_label_loss"],
     "oar.slim.sensitivity": ["LayerSensitivity", "MixedPrecisionResult", "QuantSensitivity", "load_sensitivities",
                              "mixed_precision_config", "quant_sensitivity", "quantizable_layers"],
-    "oar.slim.prune": ["FPGMFilterPruner", "L1NormFilterPruner", "L2NormFilterPruner"],
+    "oar.slim.prune": ["FPGMFilterPruner", "GMPUnstructuredPruner", "L1NormFilterPruner", "L2NormFilterPruner",
+                       "UnstructuredPruner"],
 }
 __getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)  # oar.slim.prune, a submodule, loads on first use too
 

@@ -29,7 +29,10 @@ from oar.slim.prune.filter_pruner import Status as Status
 from oar.slim.prune.filter_pruner import capture as capture
 from oar.slim.prune.plan import PruningMask as PruningMask
 from oar.slim.prune.plan import PruningPlan as PruningPlan
+from oar.slim.prune.unstructured import GMPUnstructuredPruner as GMPUnstructuredPruner
+from oar.slim.prune.unstructured import UnstructuredPruner as UnstructuredPruner
+from oar.slim.prune.unstructured import gmp_ratios as gmp_ratios
 
 __all__ = ["FilterPruner", "L1NormFilterPruner", "L2NormFilterPruner", "FPGMFilterPruner", "PruningPlan",
            "PruningMask", "PruningError", "ChannelGroup", "Status", "find_group", "capture", "l1_norm", "l2_norm",
-           "fpgm", "pruned_mask"]
+           "fpgm", "pruned_mask", "UnstructuredPruner", "GMPUnstructuredPruner", "gmp_ratios"]

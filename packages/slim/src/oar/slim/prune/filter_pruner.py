@@ -21,6 +21,8 @@ lowest for real (``PruningPlan.apply``).
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import types
@@ -32,7 +34,7 @@ import numpy as np
 import oar
 from oar.errors import ArgumentError
 from oar.jit import StaticFunction
-from oar.nn import Layer
+from oar.nn import Conv2D, Layer
 from oar.slim.prune.criteria import fpgm, l1_norm, l2_norm, pruned_mask
 from oar.slim.prune.dependency import ChannelGroup, PruningError, find_group
 from oar.slim.prune.plan import PruningMask, PruningPlan
@@ -184,6 +186,15 @@ class FilterPruner:
         whose channels reach a fixed shape (the model's output) is skipped then, and listed in
         ``skipped``. Returns the plan; the model is pruned in place unless ``apply=None``."""
         axis = axis[0] if isinstance(axis, (list, tuple)) else axis
+        plan = self._plan_vars(ratios, axis)
+        if self.skipped:
+            warnings.warn(f"prune_vars: {len(self.skipped)} conv(s) not pruned: {'; '.join(self.skipped.values())}",
+                          UserWarning, stacklevel=2)
+        self._apply(plan, apply)
+        self.plan = plan
+        return plan
+
+    def _plan_vars(self, ratios: Mapping[str, float] | float, axis: int) -> PruningPlan:
         uniform = not isinstance(ratios, Mapping)
         if uniform:
             ratios = dict.fromkeys(self.conv_weights(), float(ratios))
@@ -200,11 +211,7 @@ class FilterPruner:
                 self.skipped[name] = str(e)
                 continue
             plan.extend(self._plan_for(group, ratio))
-        if self.skipped:
-            warnings.warn(f"prune_vars: {len(self.skipped)} conv(s) not pruned: {'; '.join(self.skipped.values())}",
-                          UserWarning, stacklevel=2)
-        self._apply(plan, apply)
-        self.plan = plan
+            plan.ratios[name] = float(ratio)
         return plan
 
     def _apply(self, plan: PruningPlan, apply: str | None) -> None:
@@ -267,6 +274,128 @@ class FilterPruner:
                 if sen_file is not None:
                     self._status.save(sen_file)
         return sens
+
+    # -- pruning to a FLOPs target ----------------------------------------------------------------
+    def _flops(self) -> int:
+        """The model's FLOPs now, by ``oar.flops`` on ``inputs`` (a batch of 1 where a dimension is free)."""
+        shapes = [[d if d is not None and d > 0 else 1 for d in spec.shape] for spec in _input_specs(self.inputs)]
+        with contextlib.redirect_stdout(io.StringIO()):  # oar.flops prints its totals, as paddle.flops does
+            return oar.flops(self.model, shapes[0] if len(shapes) == 1 else shapes, print_detail=False)
+
+    @staticmethod
+    def _get_ratios_by_loss(sensitivities: Mapping[str, Mapping[float, float]], loss: float,
+                            skip_vars: Sequence[str] = ()) -> dict[str, float]:
+        """Each parameter's largest ratio whose loss is at most ``loss``, interpolated linearly
+        between the table's ratios (PaddleSlim's rule); a parameter no ratio of which is within
+        ``loss`` is left out."""
+        ratios = {}
+        for name, losses in sensitivities.items():
+            if name in skip_vars:
+                continue
+            points = sorted((float(r), float(v)) for r, v in losses.items())
+            for i in range(len(points) - 1, -1, -1):
+                r0, l0 = points[i]
+                if l0 <= loss:
+                    if i == len(points) - 1:
+                        ratios[name] = r0
+                    else:
+                        r1, l1 = points[i + 1]
+                        ratios[name] = r0 + (loss - l0) * (r1 - r0) / (l1 - l0)
+                    break
+        return ratios
+
+    def _round_to(self, ratios: Mapping[str, float], dims: int = 0, factor: int = 8) -> dict[str, float]:
+        """The ratios changed so that the channels kept are a multiple of ``factor`` (at least ``factor``)."""
+        shapes = self._shapes()
+        rounded = {}
+        for name, ratio in ratios.items():
+            size = shapes[name][dims]
+            kept = max(factor, int(round((1 - ratio) * size / factor)) * factor)
+            rounded[name] = max(0.0, (size - kept) / size)
+        return rounded
+
+    def get_ratios_by_sensitivity(self, pruned_flops: float, align: int | None = None, dims: int = 0,
+                                  skip_vars: Sequence[str] = ()) -> tuple[dict[str, float], float]:
+        """The ratios, from the sensitivities (``sensitive()``), that remove at least
+        ``pruned_flops`` of the model's FLOPs for the smallest loss budget: every parameter is
+        pruned by the largest ratio whose loss is within the budget (``_get_ratios_by_loss``), and
+        the budget is bisected, each candidate pruned, measured by ``oar.flops`` and restored.
+        Returns ``(ratios, fraction of FLOPs removed)``. ``align`` keeps a multiple of it channels."""
+        if not 0.0 < float(pruned_flops) < 1.0:
+            raise ArgumentError(f"pruned_flops must be a fraction in (0, 1), got {pruned_flops}")
+        sens = {name: losses for name, losses in self._status.sensitivities.items() if name not in skip_vars}
+        if not any(sens.values()):
+            raise ArgumentError("get_ratios_by_sensitivity: no sensitivities to choose ratios from: call "
+                                "sensitive(eval_func) first, or give the pruner a sen_file")
+        base = self._flops()
+        measured: dict[tuple, float] = {}  # pruned channel counts -> fraction of FLOPs removed
+
+        def removed(loss: float) -> tuple[dict[str, float], float]:
+            ratios = self._get_ratios_by_loss(sens, loss)
+            if align is not None:
+                ratios = self._round_to(ratios, dims, align)
+            plan = self._plan_vars(ratios, dims)
+            key = tuple((name, m.dims, int(m.mask.sum())) for name, masks in plan.masks.items() for m in masks)
+            if key not in measured:
+                plan.apply(self.model)
+                try:
+                    measured[key] = (base - self._flops()) / base
+                finally:
+                    plan.restore(self.model)
+            return ratios, measured[key]
+
+        losses = [v for table in sens.values() for v in table.values()]
+        low, high = min(losses) - 1e-9, max(losses)  # nothing is pruned at `low`; every max ratio at `high`
+        best, reached = removed(high)
+        if reached < pruned_flops:
+            raise PruningError(f"get_ratios_by_sensitivity: pruning {len(best)} conv(s) by the largest ratios of the "
+                               f"sensitivities removes {reached:.1%} of the FLOPs, less than the {pruned_flops:.1%} "
+                               f"asked for: add larger ratios to sensitive(), or prune fewer FLOPs")
+        tolerance = 1e-4 * max(high - low, 1e-9)
+        while high - low > tolerance:
+            mid = (low + high) / 2
+            ratios, got = removed(mid)
+            if got >= pruned_flops:
+                high, best, reached = mid, ratios, got
+            else:
+                low = mid
+        return best, reached
+
+    def sensitive_prune(self, pruned_flops: float, skip_vars: Sequence[str] = (), align: int | None = None
+                        ) -> PruningPlan:
+        """Prune at least ``pruned_flops`` (a fraction, 0.4 = 40%) of the model's FLOPs for the least
+        loss of the metric, by ratios chosen from the sensitivities (``get_ratios_by_sensitivity``;
+        compute them with ``sensitive(eval_func)`` first). Depthwise convs are skipped, as in
+        PaddleSlim (they are pruned with their input conv). Undoes the previous pruning first. The
+        plan's ``ratios`` are the ratios chosen and its ``pruned_flops`` the fraction of FLOPs the
+        pruned model has fewer, by ``oar.flops``.
+
+        >>> import oar
+        >>> from oar.slim.prune import L1NormFilterPruner
+        >>> net = oar.nn.Sequential(oar.nn.Conv2D(3, 16, 3, padding=1), oar.nn.ReLU(),
+        ...                         oar.nn.Conv2D(16, 16, 3, padding=1), oar.nn.ReLU(),
+        ...                         oar.nn.AdaptiveAvgPool2D(1), oar.nn.Flatten(), oar.nn.Linear(16, 4))
+        >>> x = oar.randn([8, 3, 8, 8])
+        >>> reference = net(x)
+        >>> def evaluate():  # a metric to keep high: here, how close the outputs stay
+        ...     return 1.0 / (1.0 + float((net(x) - reference).abs().mean()))
+        >>> pruner = L1NormFilterPruner(net, [1, 3, 8, 8])
+        >>> _ = pruner.sensitive(eval_func=evaluate)
+        >>> plan = pruner.sensitive_prune(0.4)
+        >>> plan.pruned_flops >= 0.4, net(x).shape
+        (True, [8, 4])
+        """
+        skip = set(skip_vars)
+        for path, layer in self.model.named_sublayers(include_self=True):
+            if isinstance(layer, Conv2D) and layer._groups > 1:
+                skip.update(f"{path}.{attr}" if path else attr for attr, _ in layer.named_parameters(
+                    include_sublayers=False))
+        self.restore()
+        base = self._flops()
+        ratios, _ = self.get_ratios_by_sensitivity(pruned_flops, align=align, dims=0, skip_vars=sorted(skip))
+        plan = self.prune_vars(ratios, axis=0)
+        plan.pruned_flops = (base - self._flops()) / base
+        return plan
 
 
 class L1NormFilterPruner(FilterPruner):

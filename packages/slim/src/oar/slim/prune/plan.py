@@ -130,7 +130,8 @@ class PruningPlan:
         self._masks: dict[str, list[PruningMask]] = {}
         self._backup: dict[str, tuple] = {}  # name -> (layer, attr, original tensor)
         self._layer_backup: list[tuple[Layer, dict]] = []
-        self.pruned_flops: float | None = None
+        self.ratios: dict[str, float] = {}  # the ratio each named parameter's group was pruned by
+        self.pruned_flops: float | None = None  # the fraction of FLOPs removed, where measured (sensitive_prune)
 
     @property
     def masks(self) -> dict[str, list[PruningMask]]:
