@@ -304,8 +304,8 @@ def oar_metadata(**changes) -> dict:
 
 def test_a_file_from_a_newer_format_version_says_to_upgrade(tmp_path):
     path = tmp_path / "future.pdparams"
-    save_file({"w": np.ones(2, np.float32)}, path, metadata=oar_metadata(version="2", writer="oar 9.0"))
-    with pytest.raises(SerializationError, match=r"newer oar \(oar 9.0\).*version 2.*upgrade oar"):
+    save_file({"w": np.ones(2, np.float32)}, path, metadata=oar_metadata(version="3", writer="oar 9.0"))
+    with pytest.raises(SerializationError, match=r"newer oar \(oar 9.0\).*version 3.*upgrade oar"):
         oar.load(path)
     save_file({"w": np.ones(2, np.float32)}, path, metadata=oar_metadata())  # the same file at version 1 loads
     np.testing.assert_array_equal(oar.load(path)["w"].numpy(), np.ones(2, np.float32))

@@ -193,6 +193,41 @@ def test_predictor_runs_the_int8_model(saved, digits):
         np.testing.assert_allclose(out, converted(oar.to_tensor(x)).numpy(), rtol=1e-5, atol=1e-5)
 
 
+def test_saved_int8_layers_hold_their_weight_bias_and_two_steps_only(saved):
+    prefix, converted = saved
+    for layer in converted.sublayers():
+        if type(layer).__name__ in ("QuantedConv2D", "QuantedLinear"):
+            qdq = layer.activation_quanter
+            assert qdq._quanter._scales is qdq._dequanter._scales  # one step, stored once
+            assert qdq._quanter._zero_point is None and layer.weight_quanter._dequanter._zero_point is None
+    state = oar.load(prefix + ".pdiparams", return_numpy=True)
+    kinds = sorted({name.split(".", 2)[2] for name in state["params"]})  # less the layer path (fc.0)
+    assert len(state["params"]) == 20 and kinds == ["activation_quanter._quanter._scales", "bias", "weight",
+                                                     "weight_quanter._dequanter._scales"], kinds
+    # The zero points are constants of the program, one per shape: () and each layer's channels.
+    assert sorted(a.shape for a in state["constants"].values()) == [(), (6,), (10,), (16,), (84,), (120,)]
+    assert all(a.dtype == np.int8 and not a.any() for a in state["constants"].values())
+
+
+def test_int8_lenet_file_is_at_least_3_5x_smaller(float_lenet, saved, tmp_path):
+    prefix, _ = saved
+    oar.jit.save(float_lenet, str(tmp_path / "float"), input_spec=LENET_SPEC)
+    ratio = os.path.getsize(tmp_path / "float.pdiparams") / os.path.getsize(prefix + ".pdiparams")
+    assert ratio >= 3.5, ratio
+
+
+def test_a_nonzero_zero_point_is_kept_and_used():
+    from oar.quantization.format import LinearDequanter, LinearQuanter
+
+    x = np.array([0.5, -2.0, 1.0], np.float32)
+    quanter = LinearQuanter(1.27, zero_point=3)
+    assert "_zero_point" in quanter.state_dict()
+    q = quanter(oar.to_tensor(x))
+    np.testing.assert_array_equal(q.numpy(), np.clip(np.rint(x / np.float32(0.01)) + 3, -128, 127))
+    np.testing.assert_allclose(LinearDequanter(1.27, zero_point=3)(q).numpy(), (q.numpy() - 3.0) * 0.01, rtol=1e-6)
+    assert LinearQuanter(1.27, zero_point=0)._zero_point is None
+
+
 def test_int8_file_is_at_least_3_5x_smaller_for_a_weight_dominated_model(tmp_path):
     oar.seed(3)
     model = nn.Sequential(nn.Linear(256, 512), nn.ReLU(), nn.Linear(512, 256), nn.ReLU(), nn.Linear(256, 10)).eval()

@@ -1,18 +1,26 @@
 """``oar.save`` / ``oar.load``: nested containers of tensors and plain values, never pickle.
 
 A file written by ``oar.save`` is a safetensors file. Every tensor (and numpy array) of the saved
-object is one safetensors entry, named after where it sits (``fc.weight``,
-``state/fc.weight_moment1_0``), so other safetensors readers can open a state dict too. The
-nesting and the plain values are JSON in the safetensors ``__metadata__``:
+object is one safetensors entry, named after where it sits: its path's keys and indices joined by
+``/`` (``fc.weight``, ``state/fc.weight_moment1_0``; ``tensor`` for a bare tensor), with ``#1``,
+``#2``, ... appended where that name is taken. So other safetensors readers can open a state dict
+too. The nesting and the plain values are JSON in the safetensors ``__metadata__``:
 
-    {"format": "oar.save", "version": "1", "structure": "<JSON>", "crc32": "<JSON>"}
+    {"format": "oar.save", "version": "2", "writer": "oar <version>", "structure": "<JSON>", "crc32": "<JSON>"}
 
 ``structure`` is a tree whose leaves are JSON scalars (``None``, bools, ints, finite floats,
 strings) and whose other nodes are one-key objects: ``{"dict": [[key, node], ...]}`` (and
 ``"odict"`` for an OrderedDict), ``{"list": [...]}``, ``{"tuple": [...]}``,
 ``{"tensor": entry, "name": ...}``, ``{"ndarray": entry}``, ``{"npscalar": entry}`` and
-``{"float": "nan" | "inf" | "-inf"}``. ``crc32`` maps each entry to the CRC-32 of its bytes, so a
-flipped bit in a tensor is an error rather than a silently different model.
+``{"float": "nan" | "inf" | "-inf"}``. ``entry`` is ``null`` for the entry named after the node's
+own path (nearly all of them), else the entry's name: a tensor met a second time names the entry of
+its first place, and one object is stored once. ``crc32`` is the list of the entries' CRC-32s in the
+order the structure first names them (depth first), so a flipped bit in a tensor is an error
+naming it rather than a silently different model.
+
+Version 1 (read, no longer written) names every entry in its leaf and has ``crc32`` as an object
+``{entry: crc}``; a version 2 file of a state dict has about half the metadata. A file of a newer
+version is refused, naming the oar that wrote it.
 
 Loading parses JSON and copies bytes into arrays: it cannot execute code. Writing goes to a
 temporary file in the target's directory, is flushed and fsynced, and replaces the target with
@@ -41,7 +49,7 @@ from oar._version import __version__
 from oar.errors import ArgumentError, SerializationError
 
 FORMAT = "oar.save"
-VERSION = 1  # the format version this oar writes, and the newest it reads
+VERSION = 2  # the format version this oar writes, and the newest it reads (1 is read too)
 
 # safetensors dtype codes oar reads and writes (what ``safetensors.numpy`` writes for these dtypes).
 _CODE_TO_NP = {
@@ -63,6 +71,11 @@ def _where(path: tuple) -> str:
     return "obj" + "".join(f"[{p!r}]" for p in path)
 
 
+def _path_entry(path: tuple) -> str:
+    """The entry name a value's path gives it (``state/3``): what a ``null`` entry stands for."""
+    return "/".join(str(p) for p in path) or "tensor"
+
+
 class _Encoder:
     """Turns an object into the JSON structure and a dict of named arrays."""
 
@@ -73,17 +86,18 @@ class _Encoder:
         self.active: set[int] = set()  # containers being encoded, to refuse an object that contains itself
 
     def entry_name(self, path: tuple) -> str:
-        base = "/".join(str(p) for p in path) or "tensor"
+        base = _path_entry(path)
         name, n = base, 0
         while name in self.arrays or name == "__metadata__":  # safetensors reserves __metadata__
             n += 1
             name = f"{base}#{n}"
         return name
 
-    def add_array(self, obj, array: np.ndarray, path: tuple) -> str:
+    def add_array(self, obj, array: np.ndarray, path: tuple) -> str | None:
+        """The leaf's entry: None when it is the one named after ``path`` (see the module's docstring)."""
         entry = self.entry_of.get(id(obj))
         if entry is not None:
-            return entry
+            return None if entry == _path_entry(path) else entry
         if array.dtype.newbyteorder("=") not in _SAVABLE_NP:
             raise SerializationError(
                 f"oar.save: {_where(path)} has dtype {array.dtype}, which oar.save cannot store; supported: "
@@ -95,7 +109,7 @@ class _Encoder:
         self.arrays[entry] = array if array.flags.c_contiguous else array.copy(order="C")
         self.entry_of[id(obj)] = entry
         self.keep_alive.append(obj)
-        return entry
+        return None if entry == _path_entry(path) else entry
 
     def encode(self, obj, path: tuple):
         if isinstance(obj, np.generic):  # before float: numpy.float64 subclasses float
@@ -146,7 +160,9 @@ class _Encoder:
 def _metadata(obj) -> tuple[dict[str, np.ndarray], dict[str, str]]:
     encoder = _Encoder()
     structure = encoder.encode(obj, ())
-    checksums = {name: zlib.crc32(array) for name, array in encoder.arrays.items()}
+    # encoder.arrays is in the order the (depth-first) encoding first named each entry: the order
+    # the reader meets them in, so the list needs no names.
+    checksums = [zlib.crc32(array) for array in encoder.arrays.values()]
     metadata = {
         "format": FORMAT,
         "version": str(VERSION),
@@ -297,7 +313,7 @@ def _decode_header(data: bytes, where: str) -> dict:
     return header
 
 
-def _read_metadata(header: dict, where: str) -> tuple:
+def _read_metadata(header: dict, where: str) -> tuple[int, object, dict | list]:
     metadata = header.get("__metadata__")
     if not isinstance(metadata, dict) or metadata.get("format") != FORMAT:
         raise SerializationError(
@@ -318,12 +334,12 @@ def _read_metadata(header: dict, where: str) -> tuple:
         checksums = json.loads(metadata["crc32"])
     except (KeyError, TypeError, ValueError) as exc:
         raise SerializationError(f"{where}: oar.save's metadata is damaged ({type(exc).__name__}: {exc}): the file is corrupted") from None
-    if not isinstance(checksums, dict):
+    if not isinstance(checksums, dict if version < 2 else list):
         raise SerializationError(f"{where}: oar.save's checksum table is damaged: the file is corrupted")
-    return structure, checksums
+    return version, structure, checksums
 
 
-def _read_arrays(data: bytes, checksums: dict, where: str) -> dict[str, np.ndarray]:
+def _read_arrays(data: bytes, where: str) -> dict[str, np.ndarray]:
     from safetensors import deserialize  # deferred (import time): only a load reads the format
 
     try:
@@ -335,17 +351,19 @@ def _read_arrays(data: bytes, checksums: dict, where: str) -> dict[str, np.ndarr
         np_dtype = _CODE_TO_NP.get(entry["dtype"])
         if np_dtype is None:
             raise SerializationError(f"{where}: tensor {name!r} has dtype {entry['dtype']}, which oar does not read")
-        raw = entry["data"]
-        if zlib.crc32(raw) != checksums.get(name):
-            raise SerializationError(f"{where}: tensor {name!r} does not match its checksum: the file is corrupted")
-        array = np.frombuffer(raw, dtype=np_dtype).reshape(entry["shape"])
+        array = np.frombuffer(entry["data"], dtype=np_dtype).reshape(entry["shape"])
         arrays[name] = array if array.flags.writeable else array.copy()
     return arrays
 
 
 class _Decoder:
-    def __init__(self, arrays: dict, return_numpy: bool, where: str):
+    """Rebuilds the saved object; each entry's checksum is checked when the structure first names it."""
+
+    def __init__(self, arrays: dict, version: int, checksums: dict | list, return_numpy: bool, where: str):
         self.arrays = arrays
+        self.version = version
+        self.checksums = checksums  # version 1: {entry: crc}; 2: [crc, ...] in the order entries are first named
+        self.checked: dict[str, None] = {}  # the entries named so far, in that order
         self.return_numpy = return_numpy
         self.where = where
         self.tensors: dict[str, object] = {}  # one entry loads as one object, as it was saved
@@ -353,12 +371,32 @@ class _Decoder:
     def bad(self, what: str) -> SerializationError:
         return SerializationError(f"{self.where}: the saved structure is damaged ({what}): the file is corrupted")
 
-    def array(self, entry) -> np.ndarray:
+    def entry(self, entry, path: tuple) -> str:
+        if entry is None and self.version >= 2:
+            entry = _path_entry(path)
         if not isinstance(entry, str) or entry not in self.arrays:
             raise self.bad(f"it refers to a tensor {entry!r} the file does not hold")
-        return self.arrays[entry]
+        if entry not in self.checked:
+            n = len(self.checked)
+            expected = self.checksums.get(entry) if isinstance(self.checksums, dict) else \
+                (self.checksums[n] if n < len(self.checksums) else None)
+            if zlib.crc32(self.arrays[entry]) != expected:
+                raise SerializationError(f"{self.where}: tensor {entry!r} does not match its checksum: the file is corrupted")
+            self.checked[entry] = None
+        return entry
 
-    def decode(self, node):
+    def finish(self, obj):
+        """``obj``, once every entry of the file and of the checksum table was accounted for."""
+        unnamed = sorted(set(self.arrays) - set(self.checked))
+        if unnamed:
+            raise SerializationError(f"{self.where}: the file holds tensors its saved structure does not name "
+                                     f"({unnamed[:5]}): the file is corrupted")
+        if isinstance(self.checksums, list) and len(self.checksums) != len(self.checked):
+            raise SerializationError(f"{self.where}: oar.save's checksum table has {len(self.checksums)} entries for "
+                                     f"{len(self.checked)} tensors: the file is corrupted")
+        return obj
+
+    def decode(self, node, path: tuple = ()):
         if node is None or isinstance(node, (bool, int, float, str)):
             return node
         if not isinstance(node, dict) or not node:
@@ -372,31 +410,32 @@ class _Decoder:
             for key, item in value:
                 if isinstance(key, (dict, list)):
                     raise self.bad(f"a dict key is a {type(key).__name__}")
-                out[key] = self.decode(item)
+                out[key] = self.decode(item, (*path, key))
             return out
         if kind in ("list", "tuple"):
             if not isinstance(value, list):
                 raise self.bad(f"a {kind} node does not hold a list")
-            items = [self.decode(v) for v in value]
+            items = [self.decode(v, (*path, i)) for i, v in enumerate(value)]
             return items if kind == "list" else tuple(items)
         if kind == "float":
             if value not in _NON_FINITE:
                 raise self.bad(f"unknown float {value!r}")
             return _NON_FINITE[value]
         if kind in ("ndarray", "npscalar"):
-            array = self.array(value)
+            array = self.arrays[self.entry(value, path)]
             return array[()] if kind == "npscalar" else array
         if kind == "tensor":
-            if value in self.tensors:
-                return self.tensors[value]
-            array = self.array(value)
+            entry = self.entry(value, path)
+            if entry in self.tensors:
+                return self.tensors[entry]
+            array = self.arrays[entry]
             if self.return_numpy:
                 result = array
             else:
                 result = _from_numpy(array, current_device())
                 if "name" in node:
                     result.name = str(node["name"])
-            self.tensors[value] = result
+            self.tensors[entry] = result
             return result
         raise self.bad(f"unknown node kind {kind!r}")
 
@@ -427,9 +466,9 @@ def load(path, **configs):
         with open(path, "rb") as f:
             data = f.read()
     header = _decode_header(data, where)
-    structure, checksums = _read_metadata(header, where)
-    arrays = _read_arrays(data, checksums, where)
-    return _Decoder(arrays, bool(return_numpy), where).decode(structure)
+    version, structure, checksums = _read_metadata(header, where)
+    decoder = _Decoder(_read_arrays(data, where), version, checksums, bool(return_numpy), where)
+    return decoder.finish(decoder.decode(structure))
 
 
 __all__ = ["save", "load"]

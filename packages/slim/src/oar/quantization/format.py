@@ -3,7 +3,11 @@ a float tensor into int8 (``quantize_linear``), ``LinearDequanter`` turns int8 b
 (``dequantize_linear``), ``LinearQuanterDequanter`` chains them (QDQ, ONNX's form).
 
 They are built from a calibrated quanter's ``scales()`` (Paddle's abs-max) and keep the op's step
-(``absmax_to_step``) in a buffer, so the saved program holds the step and names only nn's ops.
+(``absmax_to_step``) in a buffer, so the saved program holds the step and names only nn's ops. What
+the file holds is only what the model needs: a QDQ pair's two layers share one step buffer, and a
+zero point that is all zeros (oar's symmetric quantization) is no buffer (``_zero_point`` is None):
+forward passes zeros of the step's shape, which a saved program holds once per shape (``jit.save``
+stores identical constants once) instead of twice per layer.
 """
 
 from __future__ import annotations
@@ -31,15 +35,19 @@ def _qparams(layer: Layer, scales, zero_point, quant_axis, bit_length) -> None:
     else:
         absmax, axis = absmax.reshape(-1), int(quant_axis)
     step = np.asarray(absmax_to_step(absmax, bit_length), dtype=np.float32)
-    if zero_point is None:
-        zp = np.zeros(step.shape, np.int8)
-    else:
+    zp = None
+    if zero_point is not None:
         zp = np.rint(np.asarray(zero_point.numpy() if isinstance(zero_point, Tensor) else zero_point)).astype(np.int8)
         zp = np.broadcast_to(zp.reshape(-1)[0] if zp.size == 1 else zp, step.shape).copy()
     layer.register_buffer("_scales", oar.to_tensor(step))
-    layer.register_buffer("_zero_point", oar.to_tensor(zp))
+    layer.register_buffer("_zero_point", oar.to_tensor(zp) if zp is not None and zp.any() else None)
     layer._quant_axis = axis
     layer._bit_length = int(bit_length)
+
+
+def _zero_point(layer: Layer) -> Tensor:
+    """The layer's zero point: its buffer, or zeros made from the step's shape (symmetric)."""
+    return layer._zero_point if layer._zero_point is not None else oar.zeros(layer._scales.shape, "int8")
 
 
 class LinearQuanter(Layer):
@@ -58,7 +66,7 @@ class LinearQuanter(Layer):
         _qparams(self, scales, zero_point, quant_axis, bit_length)
 
     def forward(self, input):
-        return quantize_linear(input, self._scales, self._zero_point, axis=self._quant_axis or 0,
+        return quantize_linear(input, self._scales, _zero_point(self), axis=self._quant_axis or 0,
                                bit_length=self._bit_length)
 
     @staticmethod
@@ -81,7 +89,7 @@ class LinearDequanter(Layer):
         _qparams(self, scales, zero_point, quant_axis, bit_length)
 
     def forward(self, input):
-        return dequantize_linear(input, self._scales, self._zero_point, axis=self._quant_axis or 0,
+        return dequantize_linear(input, self._scales, _zero_point(self), axis=self._quant_axis or 0,
                                  bit_length=self._bit_length)
 
     @staticmethod
@@ -109,4 +117,20 @@ class LinearQuanterDequanter(Layer):
 
     @staticmethod
     def from_quanter(quanter) -> LinearQuanterDequanter:
-        return LinearQuanterDequanter(LinearQuanter.from_quanter(quanter), LinearDequanter.from_quanter(quanter))
+        """The QDQ pair of a calibrated quanter; both halves hold the same step and zero point
+        tensors, so ``oar.jit.save`` stores them once.
+
+        >>> import oar
+        >>> from oar.quantization.format import LinearQuanterDequanter
+        >>> from oar.quantization.observers import AbsmaxObserver
+        >>> observer = AbsmaxObserver()._instance(None)
+        >>> _ = observer(oar.to_tensor([0.5, -1.27]))
+        >>> qdq = LinearQuanterDequanter.from_quanter(observer)
+        >>> qdq._quanter._scales is qdq._dequanter._scales, qdq._dequanter._zero_point
+        (True, None)
+        >>> [round(v, 4) for v in qdq(oar.to_tensor([0.5, -1.27])).tolist()]
+        [0.5, -1.27]
+        """
+        q, dq = LinearQuanter.from_quanter(quanter), LinearDequanter.from_quanter(quanter)
+        dq._scales, dq._zero_point = q._scales, q._zero_point
+        return LinearQuanterDequanter(q, dq)

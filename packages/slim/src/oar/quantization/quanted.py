@@ -10,7 +10,8 @@ After convert (``_convert``), the same forward runs on an int8 artefact::
     x -> quantize_linear -> dequantize_linear -> linear(x, dequantize_linear(weight [int8]), bias)
 
 The int8 weight is a buffer named ``weight`` (the float Parameter is gone), its per-channel steps
-sit in the dequanter, and the activation's step in the QDQ pair: ``oar.jit.save`` writes int8.
+sit in the dequanter, and the activation's step in the QDQ pair (one buffer both halves share; no
+zero-point buffers, they are 0): ``oar.jit.save`` writes the int8 weight, the bias and two steps.
 """
 
 from __future__ import annotations
@@ -60,15 +61,14 @@ class ConvertibleQuantedLayer(nn.Layer, metaclass=abc.ABCMeta):
                 with oar.no_grad():
                     quanter(weight.detach())
                 quanter.training = was_training
-            dequanter = LinearDequanter.from_quanter(quanter)
             if remain_weight:
-                setattr(self, quanter_name, LinearQuanterDequanter(LinearQuanter.from_quanter(quanter), dequanter))
+                setattr(self, quanter_name, LinearQuanterDequanter.from_quanter(quanter))
                 continue
             with oar.no_grad():
                 q = LinearQuanter.from_quanter(quanter)(weight.detach())
             del self._parameters[weight_name]
             self.register_buffer(weight_name, q)
-            setattr(self, quanter_name, LinearQuanterDequanter(None, dequanter))
+            setattr(self, quanter_name, LinearQuanterDequanter(None, LinearDequanter.from_quanter(quanter)))
         for quanter_name in self.activation_quanters():
             quanter = getattr(self, quanter_name)
             if quanter is not None:
