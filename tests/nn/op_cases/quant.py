@@ -163,3 +163,60 @@ CASES = [
            [np.full((3, 1000), -128, np.int8), np.concatenate([np.full((40, 1000), -128, np.int8), _int8(30, 1000)])],
            grad=False, dtypes=("float32",), id="matmul_int8_extremes_many_tiles"),
 ]
+
+
+# -- quantized_linear / quantized_conv2d ----------------------------------------------------------
+# The steps are powers of two and the biases multiples of 1/16, so that acc * step + bias is exact
+# in float32 too: the cases compare the integer sums, not rounding. The references widen to int64.
+def _pow2_steps(n):
+    return 2.0 ** -RNG.integers(7, 10, n)
+
+
+def ref_quantized_linear(x, xs, w, ws, b, xz, wz, act=None):
+    acc = (x.astype(np.int64) - int(xz)) @ (w.astype(np.int64) - wz.astype(np.int64))
+    y = acc * (xs * ws) + (0 if b is None else b)
+    return np.maximum(y, 0) if act == "relu" else y
+
+
+def ref_quantized_conv2d(x, xs, w, ws, b, xz, wz, stride, padding, act=None, max_pool=None):
+    (sh, sw), (top, bottom, left, right), kh, kw = stride, padding, w.shape[2], w.shape[3]
+    xc = np.pad(x.astype(np.int64) - int(xz), ((0, 0), (0, 0), (top, bottom), (left, right)))  # padding is a real 0
+    windows = np.lib.stride_tricks.sliding_window_view(xc, (kh, kw), axis=(2, 3))[:, :, ::sh, ::sw]
+    acc = np.einsum("nchwij,ocij->nohw", windows, w.astype(np.int64) - wz.astype(np.int64).reshape(-1, 1, 1, 1))
+    y = acc * (xs * ws).reshape(-1, 1, 1) + (0 if b is None else b.reshape(-1, 1, 1))
+    y = {"relu": lambda v: np.maximum(v, 0), "sigmoid": lambda v: 1 / (1 + np.exp(-v)), None: lambda v: v}[act](y)
+    if max_pool:
+        n, o, h, wd = y.shape
+        h, wd = h // max_pool * max_pool, wd // max_pool * max_pool
+        y = y[:, :, :h, :wd].reshape(n, o, h // max_pool, max_pool, wd // max_pool, max_pool).max(axis=(3, 5))
+    return y
+
+
+QL_W, QC_W = _int8(30, 7), _int8(5, 3, 3, 3)
+QL_ZW, QC_ZW = RNG.integers(-4, 5, 7).astype(np.int8), RNG.integers(-4, 5, 5).astype(np.int8)
+CASES += [
+    OpCase("quantized_linear",
+           lambda x, xs, w, ws, b, xz, wz: quant.quantized_linear(x, xs, w, ws, b, xz, wz, act="relu"),
+           lambda x, xs, w, ws, b, xz, wz: ref_quantized_linear(x, xs, w, ws, b, xz, wz, "relu"),
+           [_int8(2, 3, 30), np.array(2.0 ** -6, np.float32), QL_W, _pow2_steps(7).astype(np.float32),
+            (RNG.integers(-40, 40, 7) / 16).astype(np.float32), np.array(-3, np.int8), QL_ZW],
+           grad=False, dtypes=("float32",), id="quantized_linear_per_channel_zero_points_relu"),
+    OpCase("quantized_linear", lambda x, xs, w, ws: quant.quantized_linear(x, xs, w, ws),
+           lambda x, xs, w, ws: ref_quantized_linear(x, xs, w, ws, None, np.int8(0), np.int8(0)),
+           [_int8(1, 30), np.array(2.0 ** -6, np.float32), QL_W, np.array(2.0 ** -8, np.float32)],
+           grad=False, dtypes=("float32",), id="quantized_linear_one_row_per_tensor"),
+    OpCase("quantized_conv2d",
+           lambda x, xs, w, ws, b, xz, wz: quant.quantized_conv2d(x, xs, w, ws, b, padding=(1, 1, 1, 1), x_zero_point=xz,
+                                                                  weight_zero_point=wz, act="relu", max_pool=2),
+           lambda x, xs, w, ws, b, xz, wz: ref_quantized_conv2d(x, xs, w, ws, b, xz, wz, (1, 1), (1, 1, 1, 1), "relu", 2),
+           [_int8(2, 3, 7, 6), np.array(2.0 ** -6, np.float32), QC_W, _pow2_steps(5).astype(np.float32),
+            (RNG.integers(-40, 40, 5) / 16).astype(np.float32), np.array(5, np.int8), QC_ZW],
+           grad=False, dtypes=("float32",), id="quantized_conv2d_padded_relu_max_pool"),
+    OpCase("quantized_conv2d",
+           lambda x, xs, w, ws, xz: quant.quantized_conv2d(x, xs, w, ws, stride=(2, 1), padding=(0, 1, 2, 0),
+                                                           x_zero_point=xz, act="sigmoid"),
+           lambda x, xs, w, ws, xz: ref_quantized_conv2d(x, xs, w, ws, None, xz, np.int8(0), (2, 1), (0, 1, 2, 0),
+                                                         "sigmoid"),
+           [_int8(1, 3, 8, 5), np.array(2.0 ** -6, np.float32), QC_W, np.array(2.0 ** -9, np.float32),
+            np.array(-7, np.int8)], grad=False, dtypes=("float32",), id="quantized_conv2d_strided_sigmoid"),
+]

@@ -9,7 +9,7 @@ lands where it belongs whichever package registered first:
   ``remove_detach``, ``remove_identity_ops`` (level 2, inference) and ``dead_code_elimination``
   (level 1, which also runs after every pipeline);
 - ``fold``: rewrites that fold parameters into others (oar-nn's conv + batch-norm folding);
-- ``quantize``: quantization rewrites (oar-slim's), opt-in;
+- ``quantize``: quantization rewrites (oar-slim's ``quantized_ops``: int8 layers), inference;
 - ``fuse``: ops into fused kernels (oar-nn's linear and conv with bias and activation);
 - ``fuse_elementwise``: core's ``fuse_elementwise`` (``oar._graph.fusion``), last, so that it
   sees what the other fusions left.
@@ -23,8 +23,7 @@ return their input unchanged; ``dead_code_elimination`` (level 1) removes nodes 
 
 A pass has a ``level`` (the smallest optimisation level that runs it) and may be
 ``inference_only`` (training programs keep the ops their gradients read) or ``opt_in`` (it runs
-only when named in ``enable``: slim's quantization passes must not join every to_static
-pipeline). Core's passes are registered through core's builtin plugin (``oar_register_passes``)
+only when named in ``enable``: a rewrite a user asks for by name). Core's passes are registered through core's builtin plugin (``oar_register_passes``)
 exactly as a plugin registers its own; the pipeline reads the registry.
 
 Passes are written with the rewrite toolkit (``oar._graph.rewrite``, public as

@@ -13,9 +13,12 @@ bias and activation as one op each, and max pooling without the mask only gradie
 - ``fuse_conv2d`` (phase ``fuse``, level 2, inference): a 2-d ``conv``, then ``add`` of a per-channel bias
   (``reshape(b, [C, 1, 1])`` as Conv2D traces it, or a ``[C, 1, 1]`` / ``[1, C, 1, 1]`` value,
   as conv + batch-norm folding leaves it), then optionally an activation -> ``fused_conv2d``.
+- The int8 layers ``quantized_linear`` / ``quantized_conv2d`` (oar-slim's ``quantize`` phase
+  makes them) take their bias add and activation, and a conv its max pooling, the same way.
 - ``max_pool_drop_mask`` (phase ``fuse``, level 2, inference): a ``max_pool`` whose mask nobody reads ->
   ``max_pool_infer``.
-- ``fuse_conv2d_max_pool`` (phase ``fuse``, level 2, inference, registered after the two above): a ``fused_conv2d`` whose
+- ``fuse_conv2d_max_pool`` (phase ``fuse``, level 2, inference, registered after the two above): a ``fused_conv2d``
+  (or ``quantized_conv2d``) whose
   only reader is a ``max_pool_infer`` of ``k x k`` windows, stride ``k``, no padding, floor mode
   -> the ``fused_conv2d`` with ``max_pool=k``: a kernel writes the pooled output only, and the
   full-size activation never exists.
@@ -141,9 +144,6 @@ def _fuse(program: Program, anchor_op: str, fused_op: str, accepted, make_attrs,
         if node.op != anchor_op or not accepted(program, node):
             continue
         y = node.outputs[0]
-        dtype = program.values[y].dtype
-        if not dtype.is_floating or any(program.values[v].dtype is not dtype for v in node.inputs):
-            continue
         inputs, group, last = list(node.inputs), [node], y
         add = sole_reader(users, kept, y, ("add",)) if bias_shapes is not None else None
         if add is not None:
@@ -165,8 +165,32 @@ def _fuse(program: Program, anchor_op: str, fused_op: str, accepted, make_attrs,
     return replace_nodes(program, replaced, removed)
 
 
+def _float_inputs(program: Program, node: OpNode) -> bool:
+    """Whether ``node``'s inputs all have its floating output's dtype (what the fused float ops take)."""
+    dtype = program.values[node.outputs[0]].dtype
+    return dtype.is_floating and all(program.values[v].dtype is dtype for v in node.inputs)
+
+
 def _is_linear(program: Program, node: OpNode) -> bool:
-    return len(program.values[node.inputs[1]].shape) == 2 and len(program.values[node.inputs[0]].shape) >= 1
+    return _float_inputs(program, node) and len(program.values[node.inputs[1]].shape) == 2 and \
+        len(program.values[node.inputs[0]].shape) >= 1
+
+
+# quantized_linear / quantized_conv2d (oar-slim's quantize phase makes them) before any epilogue:
+# (x, x_scale, x_zero_point, weight, weight_scale, weight_zero_point), no bias, no activation.
+QUANTIZED_OPERANDS = 6
+
+
+def _is_bare_quantized(program: Program, node: OpNode) -> bool:
+    return node.attrs.get("act") is None and node.attrs.get("max_pool") is None
+
+
+def _is_bare_quantized_conv(program: Program, node: OpNode) -> bool:
+    return _is_bare_quantized(program, node) and len(node.inputs) == QUANTIZED_OPERANDS
+
+
+def _quantized_attrs(node: OpNode) -> dict:
+    return {k: v for k, v in node.attrs.items() if k not in ("act", "act_attrs")}
 
 
 def _linear_features(program: Program, node: OpNode):
@@ -180,19 +204,32 @@ def fuse_linear(program: Program) -> Program:
     flags = lambda n: {"transpose_x": bool(n.attrs.get("transpose_x", False)),  # noqa: E731
                        "transpose_y": bool(n.attrs.get("transpose_y", False))}
     program = _fuse(program, "matmul", "fused_linear", _is_linear, flags, _linear_features, lambda c: {(c,)})
-    return _fuse(program, "linear", "fused_linear", _is_linear, flags, _linear_features, None)
+    program = _fuse(program, "linear", "fused_linear", _is_linear, flags, _linear_features, None)
+    return _fuse(program, "quantized_linear", "quantized_linear", _is_bare_quantized, _quantized_attrs,
+                 None, None)  # its bias is already an operand, as linear's
 
 
 def _is_conv2d(program: Program, node: OpNode) -> bool:
-    return len(program.values[node.inputs[0]].shape) == 4
+    return _float_inputs(program, node) and len(program.values[node.inputs[0]].shape) == 4
+
+
+def _conv_channels(program: Program, node: OpNode):
+    return program.values[node.inputs[1]].shape[0]
+
+
+def _quantized_conv_channels(program: Program, node: OpNode):
+    return program.values[node.inputs[3]].shape[0]
 
 
 @graph_pass(phase="fuse", level=2, inference_only=True)
 def fuse_conv2d(program: Program) -> Program:
-    """2-d ``conv`` + per-channel bias ``add`` + activation -> ``fused_conv2d``."""
-    return _fuse(program, "conv", "fused_conv2d", _is_conv2d,
-                 lambda n: {k: n.attrs[k] for k in ("stride", "padding", "dilation", "groups")},
-                 lambda program, n: program.values[n.inputs[1]].shape[0], lambda c: {(c,), (c, 1, 1), (1, c, 1, 1)})
+    """2-d ``conv`` + per-channel bias ``add`` + activation -> ``fused_conv2d``; a
+    ``quantized_conv2d`` takes its bias and activation the same way."""
+    program = _fuse(program, "conv", "fused_conv2d", _is_conv2d,
+                    lambda n: {k: n.attrs[k] for k in ("stride", "padding", "dilation", "groups")},
+                    _conv_channels, lambda c: {(c,), (c, 1, 1), (1, c, 1, 1)})
+    return _fuse(program, "quantized_conv2d", "quantized_conv2d", _is_bare_quantized_conv, _quantized_attrs,
+                 _quantized_conv_channels, lambda c: {(c,)})
 
 
 @graph_pass(phase="fuse", level=2, inference_only=True)
@@ -216,7 +253,7 @@ def fuse_conv2d_max_pool(program: Program) -> Program:
     replaced: dict[int, OpNode] = {}
     removed: set[int] = set()
     for node in program.nodes:
-        if node.op != "fused_conv2d" or node.attrs.get("max_pool") is not None:
+        if node.op not in ("fused_conv2d", "quantized_conv2d") or node.attrs.get("max_pool") is not None:
             continue
         pool = sole_reader(users, kept, node.outputs[0], ("max_pool_infer",))
         if pool is None:
@@ -224,7 +261,7 @@ def fuse_conv2d_max_pool(program: Program) -> Program:
         k, stride, padding = pool.attrs["kernel_size"], pool.attrs["stride"], pool.attrs["padding"]
         if len(k) != 2 or k[0] != k[1] or list(stride) != list(k) or any(padding) or pool.attrs["ceil_mode"]:
             continue
-        replaced[id(pool)] = OpNode("fused_conv2d", node.inputs, pool.outputs, {**node.attrs, "max_pool": int(k[0])},
+        replaced[id(pool)] = OpNode(node.op, node.inputs, pool.outputs, {**node.attrs, "max_pool": int(k[0])},
                                     node.no_grad and pool.no_grad)
         removed.update((id(node), id(pool)))
     return replace_nodes(program, replaced, removed)

@@ -123,6 +123,7 @@ class Config:
         self._memory_optim = True  # oar's executor reuses dead buffers unless told not to
         self._threads: int | None = None
         self._deleted_passes: list[str] = []
+        self._mkldnn_int8 = False
         self._ir_debug = False
         self._ir_debug_passes: list[str] | None = None
         self._debug_dir = "oar_ir_debug"
@@ -235,6 +236,15 @@ class Config:
 
     def mkldnn_enabled(self) -> bool:
         return self._mkldnn
+
+    def enable_mkldnn_int8(self, quantize_enabled_op_types=frozenset()) -> None:
+        """Accepted for Paddle code: a model converted by ``oar.quantization`` runs as int8 layers
+        whenever oar-slim's ``quantized_ops`` pass and oar-numba's int8 kernels are installed,
+        with no switch (``delete_pass("quantized_ops")`` keeps its float QDQ form)."""
+        self._mkldnn_int8 = True
+
+    def mkldnn_int8_enabled(self) -> bool:
+        return self._mkldnn_int8
 
     def disable_glog_info(self) -> None:
         self._glog_disabled = True

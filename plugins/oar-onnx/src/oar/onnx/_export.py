@@ -31,9 +31,10 @@ from onnx import helper
 TARGET = "onnx"
 DEFAULT_OPSET = 17
 MIN_OPSET = 13
-# The phases whose passes write ops for oar's own kernels (fused_conv2d, fused_elementwise, ...):
-# an exported model keeps the plain ops, which every ONNX runtime fuses in its own way.
-KERNEL_PHASES = ("fuse", "fuse_elementwise")
+# The phases whose passes write ops for oar's own kernels (quantized_conv2d, fused_conv2d,
+# fused_elementwise, ...): an exported model keeps the plain ops (an int8 model its QDQ pairs),
+# which every ONNX runtime fuses in its own way.
+KERNEL_PHASES = ("quantize", "fuse", "fuse_elementwise")
 
 
 def max_opset() -> int:

@@ -53,7 +53,7 @@ def apply_activation(y: np.ndarray, act: str | None, act_attrs: dict) -> np.ndar
     return np.asarray(_op(act).reference(y, **act_attrs)).astype(y.dtype, copy=False)
 
 
-def _check_act(fn: str, act, act_attrs) -> None:
+def check_act(fn: str, act, act_attrs) -> None:
     if act is not None and act not in ACTIVATIONS:
         raise ArgumentError(f"{fn}: act must be None or one of {sorted(ACTIVATIONS)}, got {act!r}")
     if not isinstance(act_attrs, dict):
@@ -96,7 +96,7 @@ def _epilogue(y, b, bias_shape, act, act_attrs):
 # -- fused_linear ---------------------------------------------------------------------------------
 def _fused_linear_meta(x: TensorMeta, w: TensorMeta, b: TensorMeta | None = None, transpose_x=False,
                        transpose_y=False, act=None, act_attrs=None) -> TensorMeta:
-    _check_act("fused_linear", act, act_attrs if act_attrs is not None else {})
+    check_act("fused_linear", act, act_attrs if act_attrs is not None else {})
     out = matmul_op.meta(x, w, transpose_x=transpose_x, transpose_y=transpose_y)
     if b is not None:
         _check_bias("fused_linear", out, b, out.shape[-1] if out.shape else None, -1)
@@ -140,15 +140,20 @@ def _fused_conv2d_meta(x: TensorMeta, w: TensorMeta, b: TensorMeta | None = None
                        max_pool=None) -> TensorMeta:
     if len(x.shape) != 4:
         raise ShapeError(f"fused_conv2d: x must be 4-d [N, C, H, W], got {fmt_shape(x.shape)}")
-    _check_act("fused_conv2d", act, act_attrs if act_attrs is not None else {})
+    check_act("fused_conv2d", act, act_attrs if act_attrs is not None else {})
     out = conv_op.meta(x, w, stride=stride, padding=padding, dilation=dilation, groups=groups)
     if b is not None:
         _check_bias("fused_conv2d", out, b, out.shape[1], 1)
-    if max_pool is not None:
-        if not isinstance(max_pool, int) or isinstance(max_pool, bool) or max_pool < 1:
-            raise ArgumentError(f"fused_conv2d: max_pool must be None or a window size >= 1, got {max_pool!r}")
-        out = _max_pool_infer_meta(out, [max_pool] * 2, [max_pool] * 2, [0, 0, 0, 0], False)
-    return out
+    return pooled_meta("fused_conv2d", out, max_pool)
+
+
+def pooled_meta(fn: str, out: TensorMeta, max_pool) -> TensorMeta:
+    """``out`` after the ``max_pool x max_pool`` pooling a fused convolution ends with (None: as is)."""
+    if max_pool is None:
+        return out
+    if not isinstance(max_pool, int) or isinstance(max_pool, bool) or max_pool < 1:
+        raise ArgumentError(f"{fn}: max_pool must be None or a window size >= 1, got {max_pool!r}")
+    return _max_pool_infer_meta(out, [max_pool] * 2, [max_pool] * 2, [0, 0, 0, 0], False)
 
 
 def pool_output(y: np.ndarray, max_pool) -> np.ndarray:

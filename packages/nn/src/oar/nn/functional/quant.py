@@ -17,6 +17,12 @@ Two families, one convention: an int8 value ``q`` stands for ``(q - zero_point) 
   trains with: the gradient passes where ``x`` quantized inside the integer range and is 0 where
   it clipped.
 
+- ``quantized_linear`` / ``quantized_conv2d``: the integer layers of a converted model, what
+  oar-slim's ``quantized_ops`` pass makes of ``dequantize_linear -> linear / conv`` chains: int8
+  activations (per tensor) times int8 weights (per tensor or per output channel), accumulated
+  exactly in int32, then ``acc * (x_scale * weight_scale) + bias`` in float32 and an optional
+  activation (and, for conv, ``max_pool``), as ``fused_conv2d`` ends.
+
 Rounding is half to even (``np.rint``), as ONNX specifies, everywhere.
 """
 
@@ -26,6 +32,8 @@ import numpy as np
 
 import oar
 from oar.errors import ArgumentError, DTypeError, ShapeError
+from oar.nn.functional import conv as _conv
+from oar.nn.functional.fused import apply_activation, check_act, pool_output, pooled_meta
 from oar.ops import Op, Tensor, TensorMeta, as_tensor, dispatch, fmt_shape, get_dtype
 
 FLOATS = (oar.float32, oar.float64)  # float16 and bfloat16 compute in float32
@@ -312,6 +320,166 @@ llm_int8_linear_op = Op("llm_int8_linear", reference=_llm_int8_linear_kernel, me
                         traits=NONDIFF, dtypes=FLOATS)
 
 
+# -- quantized_linear / quantized_conv2d ------------------------------------------------------------
+EXACT_FLOAT32_DEPTH = 1 << 10  # k int8 x int8 products (each |p| <= 2**14) sum below 2**24: exact in float32
+
+
+def integer_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The exact int32 ``a @ b`` of small integers (|a|, |b| <= 255) through a float BLAS: float32
+    while every partial sum stays below 2**24, float64 beyond (numpy's integer matmul has no BLAS)."""
+    k = a.shape[-1]
+    dtype = np.float32 if k <= EXACT_FLOAT32_DEPTH else np.float64
+    return np.matmul(a.astype(dtype), b.astype(dtype)).astype(np.int32)
+
+
+def _centered(q: np.ndarray, zero_point: np.ndarray, axis: int | None) -> np.ndarray:
+    """``q - zero_point`` as int16 (the zero point per tensor, or per channel along ``axis``)."""
+    return q.astype(np.int16) - _along(zero_point.astype(np.int16), axis, q.ndim)
+
+
+def requantize_scale(x_scale: np.ndarray, weight_scale: np.ndarray) -> np.ndarray:
+    """What one unit of the int32 accumulator is worth per output channel, in float32."""
+    return (x_scale.astype(np.float32) * weight_scale.astype(np.float32)).reshape(-1)
+
+
+def dequantize_accumulator(acc: np.ndarray, x_scale, weight_scale, bias, channel_axis: int) -> np.ndarray:
+    """float32 ``acc * (x_scale * weight_scale) + bias``, per output channel along ``channel_axis``."""
+    shape = [1] * acc.ndim
+    shape[channel_axis] = -1
+    y = acc.astype(np.float32)
+    y *= requantize_scale(x_scale, weight_scale).reshape(shape)
+    if bias is not None:
+        y += bias.astype(np.float32).reshape(shape)
+    return y
+
+
+def _check_quantized(fn: str, x, x_scale, x_zero_point, weight, weight_scale, weight_zero_point, bias, channels,
+                     act, act_attrs) -> None:
+    if x.dtype is not oar.int8 or weight.dtype is not oar.int8:
+        raise DTypeError(f"{fn}: x and weight must be int8, got {x.dtype.name} and {weight.dtype.name}")
+    if x_scale.dtype is not oar.float32 or weight_scale.dtype is not oar.float32:
+        raise DTypeError(f"{fn}: the scales must be float32, got {x_scale.dtype.name} and {weight_scale.dtype.name}")
+    if len(x_scale.shape) != 0:
+        raise ShapeError(f"{fn}: x is quantized per tensor: x_scale must be a scalar, got {fmt_shape(x_scale.shape)}")
+    _check_qparams(fn, x, x_scale, x_zero_point, None, 8)
+    if len(weight_scale.shape) not in (0, 1) or (len(weight_scale.shape) == 1
+                                                  and weight_scale.shape[0] not in (None, channels)):
+        raise ShapeError(f"{fn}: weight_scale must be a scalar or hold one step per output channel ({channels}), "
+                         f"got {fmt_shape(weight_scale.shape)}")
+    if weight_zero_point.dtype is not oar.int8 or tuple(weight_zero_point.shape) != tuple(weight_scale.shape):
+        raise ShapeError(f"{fn}: weight_zero_point must be int8 shaped like weight_scale {fmt_shape(weight_scale.shape)}, "
+                         f"got {weight_zero_point.dtype.name}{fmt_shape(weight_zero_point.shape)}")
+    if bias is not None and (bias.dtype is not oar.float32 or len(bias.shape) != 1
+                             or bias.shape[0] not in (None, channels)):
+        raise ShapeError(f"{fn}: bias must be float32 [{channels}], got {bias.dtype.name}{fmt_shape(bias.shape)}")
+    check_act(fn, act, act_attrs if act_attrs is not None else {})
+
+
+def _quantized_linear_meta(x, x_scale, x_zero_point, weight, weight_scale, weight_zero_point, bias=None, act=None,
+                           act_attrs=None):
+    if len(weight.shape) != 2 or not x.shape or x.shape[-1] not in (None, weight.shape[0]):
+        raise ShapeError(f"quantized_linear: x {fmt_shape(x.shape)} must end in the in_features of the weight "
+                         f"[in_features, out_features] {fmt_shape(weight.shape)}")
+    _check_quantized("quantized_linear", x, x_scale, x_zero_point, weight, weight_scale, weight_zero_point, bias,
+                     weight.shape[1], act, act_attrs)
+    return TensorMeta((*x.shape[:-1], weight.shape[1]), oar.float32)
+
+
+def _quantized_linear_kernel(x, x_scale, x_zero_point, weight, weight_scale, weight_zero_point, bias=None, act=None,
+                             act_attrs=None):
+    k, n = weight.shape
+    acc = integer_matmul(_centered(x, x_zero_point, None).reshape(-1, k),
+                         _centered(weight, weight_zero_point, 1 if weight_zero_point.ndim else None))
+    y = dequantize_accumulator(acc, x_scale, weight_scale, bias, 1)
+    return apply_activation(y, act, act_attrs or {}).reshape(*x.shape[:-1], n)
+
+
+def _quantized_conv2d_meta(x, x_scale, x_zero_point, weight, weight_scale, weight_zero_point, bias=None,
+                           stride=(1, 1), padding=(0, 0, 0, 0), dilation=(1, 1), groups=1, act=None, act_attrs=None,
+                           max_pool=None):
+    if len(x.shape) != 4 or len(weight.shape) != 4:
+        raise ShapeError(f"quantized_conv2d: x [N, C, H, W] and weight [O, C / groups, kh, kw] must be 4-d, got "
+                         f"{fmt_shape(x.shape)} and {fmt_shape(weight.shape)}")
+    _check_quantized("quantized_conv2d", x, x_scale, x_zero_point, weight, weight_scale, weight_zero_point, bias,
+                     weight.shape[0], act, act_attrs)
+    out = _conv.conv_op.meta(TensorMeta(x.shape, oar.float32), TensorMeta(weight.shape, oar.float32), stride=stride,
+                             padding=padding, dilation=dilation, groups=groups)
+    return pooled_meta("quantized_conv2d", out, max_pool)
+
+
+def _quantized_conv2d_kernel(x, x_scale, x_zero_point, weight, weight_scale, weight_zero_point, bias=None,
+                             stride=(1, 1), padding=(0, 0, 0, 0), dilation=(1, 1), groups=1, act=None, act_attrs=None,
+                             max_pool=None):
+    # (x - zero point) is 0 where the convolution pads: padding stands for the real value 0.
+    xi = _centered(x, x_zero_point, None)
+    wi = _centered(weight, weight_zero_point, 0 if weight_zero_point.ndim else None)
+    n, o = x.shape[0], weight.shape[0]
+    cols, out = _conv._im2col(xi, weight.shape[2:], stride, padding, dilation, groups)
+    acc = integer_matmul(cols, wi.reshape(groups, o // groups, -1).transpose(0, 2, 1))  # [groups, N * P, O / groups]
+    acc = acc.reshape(groups, n, *out, o // groups).transpose(1, 0, 4, 2, 3).reshape(n, o, *out)
+    y = dequantize_accumulator(acc, x_scale, weight_scale, bias, 1)
+    return pool_output(apply_activation(y, act, act_attrs or {}), max_pool)
+
+
+quantized_linear_op = Op("quantized_linear", paddle=(), reference=_quantized_linear_kernel,
+                         meta=_quantized_linear_meta, traits=NONDIFF, dtypes=INT8, per_sample=True)
+quantized_conv2d_op = Op("quantized_conv2d", paddle=(), reference=_quantized_conv2d_kernel,
+                         meta=_quantized_conv2d_meta, traits=NONDIFF, dtypes=INT8, per_sample=True)
+
+
+def _quantized_inputs(x, x_scale, x_zero_point, weight, weight_scale, weight_zero_point, bias) -> tuple:
+    def zeros_for(scale):
+        return oar.zeros(as_tensor(scale).shape, "int8")
+
+    inputs = (as_tensor(x), as_tensor(x_scale),
+              zeros_for(x_scale) if x_zero_point is None else as_tensor(x_zero_point), as_tensor(weight),
+              as_tensor(weight_scale), zeros_for(weight_scale) if weight_zero_point is None else as_tensor(weight_zero_point))
+    return inputs if bias is None else (*inputs, as_tensor(bias))
+
+
+def quantized_linear(x, x_scale, weight, weight_scale, bias=None, x_zero_point=None, weight_zero_point=None,
+                     act: str | None = None, act_attrs: dict | None = None) -> Tensor:
+    """``act((x - zx) @ (weight - zw) * (x_scale * weight_scale) + bias)``: an int8 linear layer.
+
+    ``x`` int8 ``[..., in]`` quantized per tensor with the step ``x_scale``; ``weight`` int8
+    ``[in, out]`` (Paddle's linear layout) with a step per tensor or per output channel; the
+    product accumulates exactly in int32; the result is float32.
+
+    >>> import oar
+    >>> from oar.nn.quant import quantized_linear
+    >>> x = oar.to_tensor([[2, -4]], dtype="int8")
+    >>> w = oar.to_tensor([[10, 1], [5, 1]], dtype="int8")
+    >>> quantized_linear(x, oar.to_tensor(0.5), w, oar.to_tensor([0.1, 1.0]), bias=oar.to_tensor([1.0, 0.0])).tolist()
+    [[1.0, -1.0]]
+    """
+    return _checked(quantized_linear_op, _quantized_inputs(x, x_scale, x_zero_point, weight, weight_scale,
+                                                           weight_zero_point, bias),
+                    {"act": act, "act_attrs": dict(act_attrs or {})})
+
+
+def quantized_conv2d(x, x_scale, weight, weight_scale, bias=None, stride=(1, 1), padding=(0, 0, 0, 0),
+                     dilation=(1, 1), groups: int = 1, x_zero_point=None, weight_zero_point=None,
+                     act: str | None = None, act_attrs: dict | None = None, max_pool: int | None = None) -> Tensor:
+    """An int8 2-d convolution: int8 ``x`` [N, C, H, W] (a step per tensor) by int8 ``weight``
+    [O, C / groups, kh, kw] (a step per tensor or per output channel), exact int32 sums, then
+    ``acc * (x_scale * weight_scale) + bias`` in float32, ``act``, and ``max_pool`` as in
+    ``fused_conv2d``; ``padding`` is ``[top, bottom, left, right]``.
+
+    >>> import oar
+    >>> from oar.nn.quant import quantized_conv2d
+    >>> x = oar.ones([1, 1, 3, 3], dtype="int8")
+    >>> w = oar.ones([2, 1, 3, 3], dtype="int8")
+    >>> quantized_conv2d(x, oar.to_tensor(0.5), w, oar.to_tensor([1.0, 2.0])).reshape([2]).tolist()
+    [4.5, 9.0]
+    """
+    attrs = {"stride": list(stride), "padding": list(padding), "dilation": list(dilation), "groups": int(groups),
+             "act": act, "act_attrs": dict(act_attrs or {})}
+    if max_pool is not None:
+        attrs["max_pool"] = max_pool
+    return _checked(quantized_conv2d_op, _quantized_inputs(x, x_scale, x_zero_point, weight, weight_scale,
+                                                           weight_zero_point, bias), attrs)
+
+
 def _algo(fn: str, algo: str, group_size: int) -> None:
     if algo not in WEIGHT_ALGOS:
         raise ArgumentError(f"{fn}: algo {algo!r} is not supported; oar has {list(WEIGHT_ALGOS)} (int4 is not "
@@ -413,7 +581,7 @@ def matmul_int8(x, y) -> Tensor:
 
 
 OPS = [quantize_linear_op, dequantize_linear_op, fake_quantize_dequantize_op, weight_quantize_op, weight_dequantize_op,
-       weight_only_linear_op, matmul_int8_op, llm_int8_linear_op]
+       weight_only_linear_op, matmul_int8_op, llm_int8_linear_op, quantized_linear_op, quantized_conv2d_op]
 __all__: list[str] = []  # public under oar.nn.quant, not oar.nn.functional
 PUBLIC = ["weight_quantize", "weight_dequantize", "weight_only_linear", "llm_int8_linear", "matmul_int8",
-          "quantize_linear", "dequantize_linear", "fake_quantize_dequantize"]
+          "quantize_linear", "dequantize_linear", "fake_quantize_dequantize", "quantized_linear", "quantized_conv2d"]

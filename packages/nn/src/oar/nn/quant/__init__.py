@@ -7,6 +7,8 @@
 - ``quantize_linear`` / ``dequantize_linear`` / ``fake_quantize_dequantize``: the QDQ ops of
   slim's quantization passes and of ONNX export, per tensor or per channel.
 - ``matmul_int8``: the exact int8 x int8 -> int32 GEMM.
+- ``quantized_linear`` / ``quantized_conv2d``: int8 layers (int8 activations and weights, int32
+  sums, float32 out with bias and activation) that oar-slim's ``quantized_ops`` pass runs.
 
 >>> import oar
 >>> from oar.nn import quant
@@ -25,10 +27,12 @@ from oar.nn.functional.quant import (
     llm_int8_linear,
     matmul_int8,
     quantize_linear,
+    quantized_conv2d,
+    quantized_linear,
     weight_dequantize,
     weight_only_linear,
     weight_quantize,
 )
 
 __all__ = ["weight_quantize", "weight_dequantize", "weight_only_linear", "llm_int8_linear", "matmul_int8",
-           "quantize_linear", "dequantize_linear", "fake_quantize_dequantize"]
+           "quantize_linear", "dequantize_linear", "fake_quantize_dequantize", "quantized_linear", "quantized_conv2d"]

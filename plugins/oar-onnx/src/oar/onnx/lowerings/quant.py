@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from oar.onnx.lowerings import lowers
+from oar.onnx.lowerings import lowers, not_lowered
 from oar.onnx.lowerings.nn import reduce_over, scalar
 
 
@@ -200,3 +200,8 @@ def lower_weight_quantize(node, ctx):
     level = ctx.emit("Clip", [level, scalar(ctx, -127.0, "float32"), scalar(ctx, 127.0, "float32")])
     q = ctx.emit("Cast", [level], to=ctx.onnx_dtype("int8"))
     ctx.emit("Transpose", [q], ctx.name(node.outputs[0]), perm=[1, 0])
+
+
+not_lowered("oar's int8 layer kernels, made by oar-slim's quantize phase, which export does not run: the exported "
+            "model keeps the quantize/dequantize pairs they are made from, which ONNX Runtime fuses into its own "
+            "int8 kernels", "quantized_linear", "quantized_conv2d")
