@@ -116,7 +116,9 @@ def bench(session: nox.Session) -> None:
 def demo(session: nox.Session) -> None:
     """oar's main job, end to end, with the installed packages: ``oar-run`` (oar-hydra) with its
     defaults trains LeNet on the bundled digits through ``oar.Model`` (oar-nn, with its ``vis`` extra
-    for the TensorBoard logs and the training curves) and fails below 97% test accuracy. Arguments
-    go to oar-run: ``python3 dev.py demo -- model=mlp trainer.epochs=5``."""
+    for the TensorBoard logs and the training curves) and fails below 97% test accuracy; then, its
+    second half, ``slim=ptq`` (oar-slim) quantizes the trained LeNet to int8 and prints float32 vs
+    int8: test accuracy, ``.pdiparams`` size and Predictor latency (oar-serving). Arguments go to
+    oar-run, replacing both: ``python3 dev.py demo -- model=mlp trainer.epochs=5 slim=qat``."""
     session.install(*(f"./{dist}[vis]" if dist == "packages/nn" else f"./{dist}" for dist in DISTRIBUTIONS))
-    session.run("oar-run", *(session.posargs or ["trainer.min_accuracy=0.97"]))
+    session.run("oar-run", *(session.posargs or ["trainer.min_accuracy=0.97", "slim=ptq"]))

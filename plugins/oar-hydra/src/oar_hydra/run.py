@@ -7,7 +7,8 @@ The run directory (Hydra's output directory) holds::
     oar-run.log                         the log, progress lines included
     <model>.pdparams, <model>.pdopt     the trained model (Model.save: safetensors, never pickle)
     checkpoints/                        the last checkpoint, what trainer.resume=<run dir> continues from
-    inference/<model>.json, .pdiparams  the exported model (export=jit: oar.jit.save)
+    inference/<model>.json, .pdiparams  the exported model (export=jit: oar.jit.save); with slim, the compressed one
+    inference/<model>_float32.*         with slim: the float model too, for the comparison table
     metrics.json                        the final metrics, the per-epoch history and the settings
     tensorboard/events.out.tfevents.*   TensorBoard logs (tensorboard --logdir <run dir>)
     curves.png                          loss and accuracy per epoch, train and test
@@ -16,6 +17,8 @@ The run directory (Hydra's output directory) holds::
 from __future__ import annotations
 
 import contextlib
+import importlib.util
+import io
 import json
 import logging
 import sys
@@ -137,18 +140,9 @@ def _export(cfg: DictConfig, network, run_dir: Path, name: str, data: DataSplits
     gives the trained model's outputs (an export that silently changes results is a bug)."""
     if not _chosen(cfg.export):
         return {}
-    from oar.static import InputSpec
-
-    exporter = instantiate(cfg.export)
     prefix = run_dir / "inference" / name
-    prefix.parent.mkdir(parents=True, exist_ok=True)
+    _save_inference(instantiate(cfg.export), network, prefix, data)
     was_training = network.training
-    network.eval()  # an inference model is captured in eval mode
-    try:
-        exporter(network, str(prefix), input_spec=[InputSpec([None, *data.input_shape], "float32", "image")])
-    finally:
-        if was_training:
-            network.train()
     result = {"export": str(prefix.relative_to(run_dir))}
     onnx_file = Path(f"{prefix}.onnx")
     if Path(f"{prefix}.json").is_file() or onnx_file.is_file():
@@ -171,11 +165,112 @@ def _export(cfg: DictConfig, network, run_dir: Path, name: str, data: DataSplits
     return result
 
 
+def _save_inference(exporter, network, prefix: Path, data: DataSplits) -> None:
+    """``exporter(network, prefix, input_spec=...)`` in eval mode, the mode an inference model is captured in."""
+    from oar.static import InputSpec
+
+    prefix.parent.mkdir(parents=True, exist_ok=True)
+    was_training = network.training
+    network.eval()
+    try:
+        exporter(network, str(prefix), input_spec=[InputSpec([None, *data.input_shape], "float32", "image")])
+    finally:
+        if was_training:
+            network.train()
+
+
+def _eval_batch(data: DataSplits, size: int = 64) -> np.ndarray:
+    """The first ``size`` evaluation inputs (repeated when there are fewer), as one float32 batch."""
+    return np.stack([np.asarray(data.eval[i % len(data.eval)][0]) for i in range(size)]).astype(np.float32)
+
+
+def _predictor_latencies(prefixes: list[Path], batch: np.ndarray, runs: int) -> list[float | None]:
+    """The median seconds of ``runs`` Predictor runs of each saved model on ``batch``, after one
+    warm-up run each; the models take turns, so a slow moment of the machine hits them alike.
+    None for each without oar-serving."""
+    if importlib.util.find_spec("oar.inference") is None:
+        return [None] * len(prefixes)
+    from oar.inference import Config, create_predictor
+
+    predictors = [create_predictor(Config(str(prefix))) for prefix in prefixes]
+    times: list[list[float]] = [[] for _ in prefixes]
+    for turn in range(runs + 1):
+        for predictor, seconds in zip(predictors, times):
+            begin = time.perf_counter()
+            predictor.run([batch])
+            if turn:
+                seconds.append(time.perf_counter() - begin)
+    return [float(np.median(seconds)) for seconds in times]
+
+
+def _flops(network, data: DataSplits) -> int | None:
+    """``oar.flops`` of one sample, or None where it counts nothing (quantized layers have no rule)."""
+    with contextlib.redirect_stdout(io.StringIO()):  # oar.flops prints Paddle's per-layer lines
+        count = oar.flops(network, [1, *data.input_shape])
+    return int(count) or None
+
+
+def _markdown_table(header: list[str], rows: list[list[str]]) -> str:
+    widths = [max(len(cell) for cell in column) for column in zip(header, *rows)]
+    lines = [header, ["-" * w for w in widths], *rows]
+    return "\n".join("| " + " | ".join(c.ljust(w) for c, w in zip(line, widths)) + " |" for line in lines)
+
+
+def _ratio(before: float | None, after: float | None, larger: str, smaller: str) -> str:
+    if not before or not after:
+        return ""
+    return f" ({before / after:.2f}x {larger})" if before >= after else f" ({after / before:.2f}x {smaller})"
+
+
+LATENCY_BATCH, LATENCY_RUNS = 64, 7
+
+
+def _compare_slim(label: str, networks: tuple, prefixes: tuple[Path, Path], metrics: dict, data: DataSplits,
+                  run_dir: Path) -> dict:
+    """float32 vs compressed (``networks`` and their saved ``prefixes``, in that order): test
+    accuracy, ``.pdiparams`` size, FLOPs and Predictor latency; the ``slim`` entry of metrics.json."""
+    latencies = _predictor_latencies(list(prefixes), _eval_batch(data, LATENCY_BATCH), LATENCY_RUNS)
+    accuracies = (metrics["test_accuracy"], metrics["slim_test_accuracy"])
+    before, after = ({"test_accuracy": accuracy, "pdiparams_bytes": Path(f"{prefix}.pdiparams").stat().st_size,
+                      "latency_ms": None if seconds is None else 1000 * seconds, "flops": _flops(network, data),
+                      "model": prefix.relative_to(run_dir).as_posix()}
+                     for network, prefix, accuracy, seconds in zip(networks, prefixes, accuracies, latencies))
+    return {"option": label, "float32": before, "compressed": after,
+            "accuracy_change": after["test_accuracy"] - before["test_accuracy"],
+            "size_ratio": before["pdiparams_bytes"] / after["pdiparams_bytes"],
+            "speedup": before["latency_ms"] / after["latency_ms"] if after["latency_ms"] else None,
+            "latency_batch": LATENCY_BATCH, "latency_runs": LATENCY_RUNS}
+
+
+def _slim_table(report: dict) -> str:
+    """The printed table of a ``_compare_slim`` report, the ratios in the compressed row."""
+    before, after = report["float32"], report["compressed"]
+
+    def latency(row: dict, ratio: str = "") -> str:
+        return "n/a (install oar-serving)" if row["latency_ms"] is None else f"{row['latency_ms']:.2f} ms{ratio}"
+
+    header = ["model", "test accuracy", ".pdiparams", f"Predictor latency (batch {report['latency_batch']})"]
+    rows = [["float32", f"{before['test_accuracy']:.2%}", f"{before['pdiparams_bytes']:,} B", latency(before)],
+            [report["option"], f"{after['test_accuracy']:.2%} ({100 * report['accuracy_change']:+.2f} points)",
+             f"{after['pdiparams_bytes']:,} B"
+             + _ratio(before["pdiparams_bytes"], after["pdiparams_bytes"], "smaller", "larger"),
+             latency(after, _ratio(before["latency_ms"], after["latency_ms"], "faster", "slower"))]]
+    if before["flops"] and after["flops"]:  # quantized layers have no FLOPs rule: the column says nothing then
+        header.insert(3, "FLOPs")
+        rows[0].insert(3, f"{before['flops']:,}")
+        rows[1].insert(3, f"{after['flops']:,} ({after['flops'] / before['flops'] - 1:+.1%})")
+    return _markdown_table(header, rows)
+
+
 def _run_onnx(path: Path, batch: np.ndarray) -> np.ndarray:
     # onnxruntime comes with oar-onnx, the package whose export=onnx option wrote the file.
     import onnxruntime
 
-    session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    # The check is of the file: ORT's graph optimizations would run an int8 model's QDQ pairs as
+    # int8 kernels that requantize between layers, which differ from the QDQ program by rounding.
+    options = onnxruntime.SessionOptions()
+    options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_DISABLE_ALL
+    session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
     return session.run(None, {session.get_inputs()[0].name: batch})[0]
 
 
@@ -253,12 +348,23 @@ def run(cfg: DictConfig, run_dir: Path) -> dict:
         "epochs": len(history.records),
     }
     if _chosen(cfg.slim):  # compression after training: the compressed network is what gets exported
+        float_network, float_prefix = model.network, run_dir / "inference" / f"{name}_float32"
+        _save_inference(oar.jit.save, float_network, float_prefix, data)  # before slim can touch the network
+        label = choices.get("slim") or cfg.slim._target_.rpartition(".")[2]
+        began = time.perf_counter()
         network = instantiate(cfg.slim)(model=model, train_data=data.train, eval_data=data.eval)
+        log.info("slim=%s: compressed in %.2f s", label, time.perf_counter() - began)
         compressed = oar.Model(network)
         compressed.prepare(loss=oar.nn.CrossEntropyLoss(), metrics=oar.metric.Accuracy())
         slim_result = compressed.evaluate(eval_loader, verbose=0)
         metrics.update(slim_test_accuracy=float(slim_result["acc"]), slim_test_loss=float(slim_result["loss"][0]))
     exported = _export(cfg, network, run_dir, name, data)
+    if _chosen(cfg.slim):
+        prefix = run_dir / exported.get("export", "")
+        if not exported or not Path(f"{prefix}.json").is_file():  # export=onnx or none: measure an oar.jit file
+            prefix = run_dir / "inference" / f"{name}_compressed"
+            _save_inference(oar.jit.save, network, prefix, data)
+        metrics["slim"] = _compare_slim(label, (float_network, network), (float_prefix, prefix), metrics, data, run_dir)
     seconds = time.perf_counter() - start
     record = {
         **metrics, "seconds": round(seconds, 1), **exported,
@@ -271,6 +377,9 @@ def run(cfg: DictConfig, run_dir: Path) -> dict:
     write_atomic(run_dir / "metrics.json", json.dumps(record, indent=2) + "\n")
     log.info("test accuracy %.2f%% (loss %.4f) after %d epochs in %.1f s", 100 * metrics["test_accuracy"],
              metrics["test_loss"], metrics["epochs"], seconds)
+    if "slim" in metrics:
+        log.info("float32 vs slim=%s (Predictor latency: the median of %d runs):\n%s", metrics["slim"]["option"],
+                 LATENCY_RUNS, _slim_table(metrics["slim"]))
     log.info("everything is in %s:\n%s", run_dir, "\n".join(
         f"  {p.relative_to(run_dir).as_posix()}" for p in sorted(run_dir.rglob("*"))
         if p.is_file() and ".hydra" not in p.parts))
