@@ -29,6 +29,10 @@ bench/paddle_api.py and run by oar and Paddle alike):
     W10 load test of oar's HTTP server (python -m oar.serving, bench/serving_load.py): 16 clients
         for 15 s each sending batch-1 LeNet requests, with and without dynamic batching (oar only,
         one round whatever --rounds says)
+    W11 oar-slim's compression targets (bench/slim_targets.py, oar only, one round, at 1 thread only):
+        the digits LeNet and W4's small ResNet on synthetic CIFAR-shaped data, trained, then PTQ int8
+        and (the ResNet) 50% of its filters pruned and fine-tuned one epoch: accuracy, file size,
+        FLOPs and batch-64 latency through oar's Predictor and ONNX Runtime (oar.onnx's files)
 """
 
 from __future__ import annotations
@@ -56,15 +60,19 @@ from suite import FINGERPRINT_SIZE, STEP_CASES, W1_CASES, W7_CASES, W9_MODELS, w
 
 BENCH = Path(__file__).resolve().parent
 RESULTS_FILE = BENCH.parent / "docs" / "benchmarks.md"
-WORKLOADS = ("W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9", "W10")
+WORKLOADS = ("W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9", "W10", "W11")
 FRAMEWORKS = ("oar", "torch", "paddle", "onnxruntime")
 MODULES = {"oar": "oar", "torch": "torch", "paddle": "paddle", "onnxruntime": "onnxruntime"}
 # Which frameworks run which workloads: ONNX Runtime only serves W6 and W9; W8 is oar's own
-# DataLoader and W10 oar's own server.
-RUNS = {"onnxruntime": {"W6", "W9"}, "torch": set(WORKLOADS) - {"W8", "W10"},
-        "paddle": set(WORKLOADS) - {"W8", "W10"}}
-ONCE = {"W10"}  # one round whatever --rounds says: 16 clients for 15 s per configuration are samples enough
-OWN_TABLES = {"W9", "W10"}  # reported in tables of their own, not in the main one
+# DataLoader, W10 oar's own server and W11 oar-slim's compression (which runs ONNX Runtime itself).
+RUNS = {"onnxruntime": {"W6", "W9"}, "torch": set(WORKLOADS) - {"W8", "W10", "W11"},
+        "paddle": set(WORKLOADS) - {"W8", "W10", "W11"}}
+# One round whatever --rounds says: 16 clients for 15 s per configuration are samples enough (W10);
+# W11 trains its models (minutes) and times its engines in interleaved rounds of its own.
+ONCE = {"W10", "W11"}
+ONE_THREAD = {"W11"}  # its targets are 1-thread latencies: measured in the 1-thread run only
+OWN_SCRIPTS = {"W11": "slim_targets.py"}  # run by a script of their own, not by the framework's worker
+OWN_TABLES = {"W9", "W10", "W11"}  # reported in tables of their own, not in the main one
 # W9's columns: the oar Predictor, then the engines it is measured against; Paddle's worker fills two.
 W9_COLUMNS = (("oar", "oar Predictor", ""), ("onnxruntime", "onnxruntime", "oar/ort"),
               ("onnxruntime-oar", "onnxruntime, oar's file", "oar/ort oar's file"),
@@ -138,8 +146,10 @@ def framework_status(selected: list[str]) -> dict[str, str]:
 
 
 def run_worker(framework: str, workload: str, threads: int, args: argparse.Namespace, extra: list[str]) -> dict:
-    """Start bench/worker_<framework>.py for one workload; its JSON, or ``{"error": ...}``."""
-    command = [sys.executable, str(BENCH / f"worker_{framework}.py"), workload, "--threads", str(threads), *extra]
+    """Start bench/worker_<framework>.py (or the workload's own script, OWN_SCRIPTS) for one
+    workload; its JSON, or ``{"error": ...}``."""
+    script = OWN_SCRIPTS.get(workload, f"worker_{framework}.py")
+    command = [sys.executable, str(BENCH / script), workload, "--threads", str(threads), *extra]
     if args.repeats is not None:
         command += ["--repeats", str(args.repeats)]
     if args.quick:
@@ -163,6 +173,8 @@ def measure(threads: int, frameworks: list[str], args: argparse.Namespace, onnx_
     run = Run(threads, workloads=set(args.workloads))
     load_before = os.getloadavg()[0]
     for workload in args.workloads:
+        if workload in ONE_THREAD and threads != 1:
+            continue
         runners = [f for f in frameworks if workload in RUNS.get(f, set(WORKLOADS))]
         rounds = 1 if workload in ONCE else args.rounds
         for round_index in range(rounds):
@@ -478,6 +490,12 @@ def w10_markdown(run: Run) -> str:
     return text
 
 
+def w11_cells(run: Run) -> dict[tuple[str, str], Cell]:
+    """W11's cells as ``suite.w11_markdown`` takes them: ``{(case, column): cell}``."""
+    return {(case, column): cell for (workload, case), row in run.cells.items() if workload == "W11"
+            for column, cell in row.items()}
+
+
 def w10_targets(run: Run) -> list[dict]:
     cells = dict(w10_cells(run))
     measured = {case: c for case, c in cells.items() if c.value is not None}
@@ -631,6 +649,11 @@ def report(runs: list[Run], status: dict[str, str], absent_reasons: dict[tuple[s
             rows = w10_targets(run)
             if rows:
                 parts += ["Targets of issue 15, W10:", w10_targets_markdown(rows)]
+        if "W11" in workloads and w11_cells(run):
+            parts += [f"W11, oar-slim's compression targets (bench/slim_targets.py: models trained in the run, "
+                      f"test accuracy through each engine, latency in ms per call at batch {suite.W11_BATCH} and "
+                      f"1 thread, medians of interleaved rounds; speed-ups are medians of the rounds' ratios):",
+                      suite.w11_markdown(w11_cells(run))]
         if run.failures:
             parts.append("Failed workers: " + "; ".join(run.failures))
     if profile:
@@ -704,6 +727,16 @@ slower**. Compare ratios between runs on different machines, not absolute number
   `--workers 2` with and without batching). Every answer is compared with an in-process Predictor's; reported: errors,
   requests/s, client-side p50 and p99 latency, rows per batched run (from `/metrics`) and the CPU
   used by server and clients, which share the machine's cores.
+- **W11** oar-slim's compression targets (bench/slim_targets.py; oar only, one round, 1 thread):
+  `oar.vision.models.LeNet` trained 3 epochs on the bundled digits, and W4's small ResNet trained 3
+  epochs on `suite.synthetic_cifar` (3x32x32, 10 classes: smooth class templates shifted, flipped,
+  contrast-scaled, plus a smooth distractor and noise; 4,096 train / 1,000 test images). Each is
+  quantized by PTQ (`AbsmaxObserver` activations, `AbsMaxChannelWiseWeightObserver` weights, 4
+  calibration batches of 64); the ResNet is also pruned by `L1NormFilterPruner`, 50% of the filters
+  of every conv (`prune_vars(0.5)`) or of the blocks' inner convs only (those outside the residual
+  sums), each fine-tuned one epoch. Every variant is saved by `oar.jit.save` and run by the oar Predictor, and
+  exported by `oar.onnx.export` and run by ONNX Runtime: test accuracy through each engine, file
+  sizes, FLOPs (`oar.flops`), and batch-64 latency timed in interleaved rounds in one process.
 """
 
 
@@ -755,8 +788,12 @@ def main(argv: list[str] | None = None) -> int:
             path, reason = export_w9_onnx("oar", target, args, log)
             if path is not None:
                 onnx_models.setdefault("W9", []).extend(["--oar-model-dir", path])
+        if set(ONE_THREAD) & set(args.workloads) and 1 not in args.threads:
+            log(f"  {' '.join(sorted(ONE_THREAD))}: measured at 1 thread only; add --threads 1 to run it")
         active = [f for f in FRAMEWORKS if not status[f]]
-        runs = [measure(threads, active, args, onnx_models, log) for threads in args.threads]
+        # a thread count at which none of the workloads asked for runs (W11 alone at 2 threads) gets no section
+        thread_counts = [t for t in args.threads if t == 1 or set(args.workloads) - ONE_THREAD] or args.threads
+        runs = [measure(threads, active, args, onnx_models, log) for threads in thread_counts]
 
     w9_missed = sorted({(row["model"], row["batch"]) for run in runs for row in w9_targets(run)
                         if any(check["met"] is False for check in row["checks"].values())},

@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 SEED = 20261129
-WORKLOADS = ("W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9", "W10")
+WORKLOADS = ("W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9", "W10", "W11")
 
 
 @dataclass(frozen=True)
@@ -63,6 +63,9 @@ BUDGETS = {
     "W9 mobilenet_v2 b8": Budget(calls=1, repeats=4, warmup=1, max_seconds=5.0),
     "W9 encoder b1": Budget(calls=5, repeats=7, warmup=1, max_seconds=5.0),
     "W9 encoder b8": Budget(calls=1, repeats=7, warmup=1, max_seconds=5.0),
+    # W11: interleaved rounds, every engine of one model once per round (bench/slim_targets.py)
+    "W11 lenet": Budget(calls=10, repeats=9, warmup=2, max_seconds=20.0),
+    "W11 resnet": Budget(calls=1, repeats=9, warmup=2, max_seconds=30.0),
 }
 
 # Shapes, the same for every framework.
@@ -410,3 +413,171 @@ def w10_row(label: str, rate: float | None, extra: dict, unavailable: str = "") 
     return (f"| {label} | {e['workers']:.0f} | {e['requests']:.0f} | {e['errors']:.0f} | {rate:.0f} | "
             f"{e['p50_ms']:.2f} | {e['p99_ms']:.2f} | {e['mean_batch']:.2f} | {e['server_cpu']:.2f} | "
             f"{e['client_cpu']:.2f} |")
+
+
+# -- W11: oar-slim's compression targets (bench/slim_targets.py; its tables, for run.py and alone) ---
+
+CIFAR_SHAPE, CIFAR_CLASSES = (3, 32, 32), 10
+# Chosen so that W4's small ResNet reaches ~90% in 3 epochs, not 100%: the class templates are
+# low-frequency fields that shifts, flips, contrast and a smooth distractor of similar strength blur.
+CIFAR_CUTOFF = 4  # cycles per image: the templates' and the distractors' highest spatial frequency
+CIFAR_SHIFT, CIFAR_CONTRAST, CIFAR_DISTRACTOR, CIFAR_NOISE = 6, (0.6, 1.4), 0.8, 0.6
+
+
+def _smooth_fields(rng: np.random.Generator, count: int) -> np.ndarray:
+    """``count`` periodic 3x32x32 fields of unit std: white noise low-passed to CIFAR_CUTOFF."""
+    frequencies = np.fft.fftfreq(CIFAR_SHAPE[1]) * CIFAR_SHAPE[1]
+    low = np.hypot(frequencies[:, None], frequencies[None, :]) <= CIFAR_CUTOFF
+    fields = np.fft.ifft2(np.fft.fft2(rng.standard_normal((count, *CIFAR_SHAPE))) * low).real
+    return fields / fields.std(axis=(1, 2, 3), keepdims=True)
+
+
+def synthetic_cifar(count: int, split: str) -> tuple[np.ndarray, np.ndarray]:
+    """``count`` CIFAR-shaped images ``[count, 3, 32, 32]`` float32 and their labels (int64, 10
+    classes) of ``split`` ("train" or "test", different draws of the same classes): each image is its
+    class's template (a smooth random field, the same for every split) rolled by up to 6 pixels
+    each way, flipped left-right half the time, scaled in contrast (0.6-1.4), plus a smooth random
+    distractor field and white noise."""
+    templates = _smooth_fields(np.random.default_rng([SEED, 11]), CIFAR_CLASSES)
+    rng = np.random.default_rng([SEED, 11, zlib.crc32(split.encode())])
+    labels = rng.integers(0, CIFAR_CLASSES, count)
+    images = np.empty((count, *CIFAR_SHAPE))
+    for i, label in enumerate(labels):
+        shifted = np.roll(templates[label], tuple(rng.integers(-CIFAR_SHIFT, CIFAR_SHIFT + 1, 2)), axis=(1, 2))
+        images[i] = shifted[:, :, ::-1] if rng.random() < 0.5 else shifted
+    images *= rng.uniform(*CIFAR_CONTRAST, (count, 1, 1, 1))
+    images += CIFAR_DISTRACTOR * _smooth_fields(rng, count) + CIFAR_NOISE * rng.standard_normal(images.shape)
+    return images.astype(np.float32), labels.astype(np.int64)
+
+
+W11_SUBJECTS = {"lenet": "LeNet, digits", "resnet": "small ResNet, synthetic CIFAR"}
+W11_VARIANTS = {"float32": "float32", "int8": "PTQ int8",
+                "pruned": "pruned 50% (every conv) + 1 epoch", "pruned-inner": "pruned 50% (inner convs) + 1 epoch"}
+W11_PRUNED = ("resnet",)  # the subjects that are also pruned (both pruned variants)
+W11_COLUMNS = {"oar": "oar Predictor", "onnxruntime": "onnxruntime, oar.onnx's file"}
+W11_BATCH = 64  # the latency's batch
+W11_LIMITS = {"int8 accuracy": 1.0, "int8 size": 3.5, "int8 speed": 1.5, "pruned accuracy": 2.0, "pruned flops": 0.4}
+
+
+def w11_case(subject: str, variant: str) -> str:
+    """W11's case names: ``subject`` a key of W11_SUBJECTS, ``variant`` of W11_VARIANTS."""
+    return f"{W11_SUBJECTS[subject]}, {W11_VARIANTS[variant]}"
+
+
+def w11_keys() -> list[tuple[str, str]]:
+    """Every ``(subject, variant)`` W11 measures, in table order."""
+    return [(s, v) for s in W11_SUBJECTS for v in W11_VARIANTS if not v.startswith("pruned") or s in W11_PRUNED]
+
+
+def w11_speedup(base, other) -> float | None:
+    """How many times faster ``other`` runs than ``base`` (cells or cases with ``samples``, ms per
+    call): the median of the per-round ratios when both were timed in the same interleaved rounds,
+    else the ratio of the medians."""
+    if base is None or other is None or not base.samples or not other.samples:
+        return None
+    if len(base.samples) == len(other.samples):
+        return statistics.median(b / o for b, o in zip(base.samples, other.samples))
+    return statistics.median(base.samples) / statistics.median(other.samples)
+
+
+def _w11_accuracy(float_cell, other_cell, limit: float) -> tuple[str, bool | None]:
+    if float_cell is None or other_cell is None or "accuracy" not in float_cell.extra or "accuracy" not in other_cell.extra:
+        return "—", None
+    a, b = 100 * float_cell.extra["accuracy"], 100 * other_cell.extra["accuracy"]
+    return f"{b:.1f}% vs {a:.1f}% ({b - a:+.1f})", b - a >= -limit
+
+
+def _w11_size(float_cell, int8_cell) -> tuple[str, bool | None]:
+    if float_cell is None or int8_cell is None or "bytes" not in float_cell.extra or "bytes" not in int8_cell.extra:
+        return "—", None
+    ratio = float_cell.extra["bytes"] / int8_cell.extra["bytes"]
+    return (f"{ratio:.2f}x ({float_cell.extra['bytes']:,.0f} -> {int8_cell.extra['bytes']:,.0f} B)",
+            ratio >= W11_LIMITS["int8 size"])
+
+
+def _w11_speed(float_cell, other_cell, limit: float | None) -> tuple[str, bool | None]:
+    ratio = w11_speedup(float_cell, other_cell)
+    if ratio is None:
+        return "—", None
+    text = f"{ratio:.2f}x ({statistics.median(float_cell.samples):.3g} -> {statistics.median(other_cell.samples):.3g} ms)"
+    return text, None if limit is None else ratio >= limit
+
+
+def w11_targets(cells: Mapping[tuple[str, str], object]) -> list[dict]:
+    """The W11 targets from ``cells``, ``{(case, column): cell}`` (a cell has ``samples``, the ms per
+    call at batch 64 of each round, and ``extra``: ``accuracy``, ``bytes``, ``flops``): one row per
+    target, ``{"target": ..., column: (measured, met)}`` for each of W11_COLUMNS; ``met`` None where
+    nothing was measured or the row has no target."""
+    rows = []
+    limits = W11_LIMITS
+    for subject, label in W11_SUBJECTS.items():
+        def get(variant: str, column: str, subject=subject):
+            return cells.get((w11_case(subject, variant), column))
+
+        rows.append({"target": f"{label}: PTQ int8 test accuracy within {limits['int8 accuracy']:g} point of float32",
+                     **{c: _w11_accuracy(get("float32", c), get("int8", c), limits["int8 accuracy"])
+                        for c in W11_COLUMNS}})
+        rows.append({"target": f"{label}: int8 model file at least {limits['int8 size']:g}x smaller (oar: .pdiparams; "
+                               f"onnxruntime: .onnx)",
+                     **{c: _w11_size(get("float32", c), get("int8", c)) for c in W11_COLUMNS}})
+        rows.append({"target": f"{label}: int8 at least {limits['int8 speed']:g}x faster than float32, batch "
+                               f"{W11_BATCH}, 1 thread",
+                     **{c: _w11_speed(get("float32", c), get("int8", c), limits["int8 speed"]) for c in W11_COLUMNS}})
+        if subject not in W11_PRUNED:
+            continue
+        for variant in ("pruned", "pruned-inner"):
+            name = f"{label}, {W11_VARIANTS[variant]}"
+            rows.append({"target": f"{name}: test accuracy within {limits['pruned accuracy']:g} points of float32",
+                         **{c: _w11_accuracy(get("float32", c), get(variant, c), limits["pruned accuracy"])
+                            for c in W11_COLUMNS}})
+            before, after = get("float32", "oar"), get(variant, "oar")
+            flops: tuple[str, bool | None] = ("—", None)
+            if before is not None and after is not None and "flops" in before.extra and "flops" in after.extra:
+                cut = 1 - after.extra["flops"] / before.extra["flops"]
+                flops = (f"-{cut:.1%} ({before.extra['flops']:,.0f} -> {after.extra['flops']:,.0f})",
+                         cut >= limits["pruned flops"])
+            rows.append({"target": f"{name}: FLOPs (oar.flops, batch 1) at least {limits['pruned flops']:.0%} fewer",
+                         "oar": flops, "onnxruntime": ("—", None)})
+            rows.append({"target": f"{name}: speed-up over float32, batch {W11_BATCH}, 1 thread (no target)",
+                         **{c: _w11_speed(get("float32", c), get(variant, c), None) for c in W11_COLUMNS}})
+    return rows
+
+
+def w11_markdown(cells: Mapping[tuple[str, str], object]) -> str:
+    """W11's measurements (one row per model and variant) and its targets, from ``cells`` as for
+    ``w11_targets``; a cell that could not be measured has ``unavailable``, its reason."""
+    notes: list[str] = []
+
+    def reason(cell) -> str:
+        text = (cell.unavailable if cell is not None else "") or "not measured"
+        if text not in notes:
+            notes.append(text)
+        return f"n/a [{notes.index(text) + 1}]"
+
+    lines = ["| model, variant (W11) | FLOPs | training s | test accuracy, oar Predictor | test accuracy, onnxruntime "
+             "| .pdiparams B | .onnx B | oar Predictor ms | onnxruntime ms |", "| --- |" + " ---: |" * 8]
+    for subject, variant in w11_keys():
+        case = w11_case(subject, variant)
+        oar, ort = cells.get((case, "oar")), cells.get((case, "onnxruntime"))
+        values = []
+        for cell, key, shown in ((oar, "flops", "{:,.0f}"), (oar, "train_s", "{:.1f}"), (oar, "accuracy", "{:.1%}"),
+                                 (ort, "accuracy", "{:.1%}"), (oar, "bytes", "{:,.0f}"), (ort, "bytes", "{:,.0f}")):
+            if cell is None or cell.unavailable:
+                values.append(reason(cell))
+            else:
+                values.append(shown.format(cell.extra[key]) if key in cell.extra else "—")
+        for cell in (oar, ort):
+            values.append(f"{statistics.median(cell.samples):.3g}" if cell is not None and cell.samples
+                          else reason(cell))
+        lines.append(f"| {case} | " + " | ".join(values) + " |")
+    lines += ["", f"| target (W11) | {W11_COLUMNS['oar']} | met | {W11_COLUMNS['onnxruntime']} | met |",
+              "| --- | --- | --- | --- | --- |"]
+    for row in w11_targets(cells):
+        cells_text = []
+        for column in W11_COLUMNS:
+            measured, met = row[column]
+            cells_text += [measured, "—" if met is None else ("met" if met else "**not met**")]
+        lines.append(f"| {row['target']} | " + " | ".join(cells_text) + " |")
+    engines = dict.fromkeys(cell.note for cell in cells.values() if cell.note)
+    lines += ["", "Engines: " + "; ".join(engines) + "."] if engines else []
+    return "\n".join(lines + ([""] + [f"[{i + 1}] {text}" for i, text in enumerate(notes)] if notes else []))

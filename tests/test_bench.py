@@ -6,11 +6,13 @@ The peers (PyTorch, PaddlePaddle, ONNX Runtime) are never needed: the suite runs
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
@@ -107,3 +109,87 @@ def test_every_framework_gets_the_same_initial_weights(bench_modules):
                            "fc.0.weight", "fc.0.bias", "fc.1.weight", "fc.1.bias", "fc.2.weight", "fc.2.bias"]
     assert all((first[key] == again[key]).all() and first[key].dtype == "float32" for key in first)
     assert first["fc.0.weight"].shape == (400, 120)  # Paddle's [in, out]; the torch worker transposes
+
+
+def w11_rows(text: str) -> dict[str, list[str]]:
+    """W11's two tables: every row by its first cell."""
+    return {row[0]: row for row in (
+        [cell.strip() for cell in line.strip("|").split("|")] for line in text.splitlines() if line.startswith("| "))}
+
+
+def check_w11_tables(text: str, suite) -> None:
+    """W11's tables as the smoke run prints them: every model and variant measured through the oar
+    Predictor (ONNX Runtime too where it is installed), every target met or not met."""
+    rows = w11_rows(text)
+    ort = importlib.util.find_spec("onnxruntime") is not None and importlib.util.find_spec("oar.onnx") is not None
+    for subject, variant in suite.w11_keys():
+        row = rows[suite.w11_case(subject, variant)]
+        flops, oar_accuracy, ort_accuracy, oar_ms, ort_ms = row[1], row[3], row[4], row[7], row[8]
+        assert float(flops.replace(",", "")) > 0 and 0 <= float(oar_accuracy.rstrip("%")) <= 100, row
+        assert float(oar_ms) > 0, row
+        if ort:  # the same model; ORT's int8 kernels requantize between layers (docs/slim.md): a flip or two
+            assert abs(float(ort_accuracy.rstrip("%")) - float(oar_accuracy.rstrip("%"))) <= 3.0 and float(ort_ms) > 0, row
+    targets = [row for name, row in rows.items() if name.endswith("(no target)") or " at least " in name
+               or " within " in name]
+    assert len(targets) == 2 * 3 + 2 * 3, targets  # int8 per model; accuracy, FLOPs and speed per pruning
+    assert all(row[2] in ("met", "**not met**", "—") and row[4] in ("met", "**not met**", "—") for row in targets)
+
+
+def test_the_suite_runs_w11_at_one_thread_and_prints_its_tables(bench_modules):
+    _, suite = bench_modules
+    result = run_suite("--workloads", "W11")
+    check_w11_tables(result.stdout, suite)
+    assert "### 1 thread" in result.stdout and "Failed workers" not in result.stdout
+
+
+def test_w11_targets_take_the_median_of_interleaved_round_ratios(bench_modules):
+    _, suite = bench_modules
+
+    def case(subject, variant, column, samples, unavailable="", **extra):
+        return suite.Case("W11", suite.w11_case(subject, variant), "ms", samples, unavailable=unavailable,
+                          column=column, extra=extra)
+
+    reason = "onnxruntime is not installed"
+    cases = [case("lenet", "float32", "oar", [10.0, 20.0, 10.0], accuracy=0.950, bytes=400.0, flops=1000.0),
+             case("lenet", "int8", "oar", [5.0, 10.0, 8.0], accuracy=0.935, bytes=100.0, flops=1000.0),
+             case("resnet", "float32", "oar", [30.0, 30.0], accuracy=0.9, bytes=300.0, flops=1000.0),
+             case("resnet", "pruned", "oar", [15.0, 20.0], accuracy=0.885, bytes=100.0, flops=500.0),
+             *(case(s, v, "onnxruntime", [], unavailable=reason) for s, v in suite.w11_keys())]
+    cells = {(c.case, c.column): c for c in cases}
+    targets = {row["target"]: row for row in suite.w11_targets(cells)}
+
+    def target(start: str) -> dict:
+        return next(row for name, row in targets.items() if name.startswith(start))
+
+    # round ratios 2, 2, 1.25: the median is 2x (the ratio of the medians would be 12 / 8 = 1.5x)
+    assert target("LeNet, digits: int8 at least 1.5x faster")["oar"] == ("2.00x (10 -> 8 ms)", True)
+    assert target("LeNet, digits: int8 model file")["oar"] == ("4.00x (400 -> 100 B)", True)
+    assert target("LeNet, digits: PTQ int8 test accuracy")["oar"] == ("93.5% vs 95.0% (-1.5)", False)
+    pruned = f"small ResNet, synthetic CIFAR, {suite.W11_VARIANTS['pruned']}"
+    assert target(f"{pruned}: test accuracy")["oar"] == ("88.5% vs 90.0% (-1.5)", True)
+    assert target(f"{pruned}: FLOPs")["oar"] == ("-50.0% (1,000 -> 500)", True)
+    assert target(f"{pruned}: speed-up")["oar"] == ("1.75x (30 -> 17.5 ms)", None)  # rounds: 2x, 1.5x
+    assert target("small ResNet, synthetic CIFAR: PTQ int8")["oar"] == ("—", None)  # not measured
+    assert all(row["onnxruntime"] == ("—", None) for row in targets.values())
+
+    text = suite.w11_markdown(cells)
+    rows = w11_rows(text)
+    assert rows[suite.w11_case("lenet", "int8")][1:] == ["1,000", "—", "93.5%", "n/a [1]", "100", "n/a [1]",
+                                                       "8", "n/a [1]"]
+    assert f"[1] {reason}" in text
+    assert rows[next(name for name in rows if name.startswith("LeNet, digits: PTQ int8"))][2] == "**not met**"
+
+
+def test_synthetic_cifar_is_seeded_learnable_and_not_trivial(bench_modules):
+    _, suite = bench_modules
+    x, y = suite.synthetic_cifar(1000, "train")
+    again, labels = suite.synthetic_cifar(1000, "train")
+    test_x, test_y = suite.synthetic_cifar(500, "test")
+    assert x.shape == (1000, 3, 32, 32) and x.dtype == np.float32 and y.dtype == np.int64
+    assert (x == again).all() and (y == labels).all() and not np.allclose(x[:500], test_x)
+    assert np.bincount(y, minlength=10).min() > 50  # every class, about equally often
+    # Nearest class mean on raw pixels: well above chance (the classes are there to learn), well
+    # below 100% (shifts, flips, contrast and the distractor hide them from a linear rule).
+    means = np.stack([x[y == c].reshape(-1, 3 * 32 * 32).mean(0) for c in range(10)])
+    distances = ((test_x.reshape(len(test_x), 1, -1) - means[None]) ** 2).sum(-1)
+    assert 0.4 < (distances.argmin(1) == test_y).mean() < 0.95
