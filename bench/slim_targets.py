@@ -12,13 +12,17 @@ Two models, trained here from fixed seeds:
   images of 3x32x32, 10 classes), 3 epochs of Adam from 2e-3 with cosine decay per step.
 
 Each becomes a PTQ int8 model (``oar.quantization.PTQ``: ``AbsmaxObserver`` activations,
-``AbsMaxChannelWiseWeightObserver`` weights, 4 calibration batches of 64 training images); the
-ResNet is also pruned twice by ``oar.slim.prune.L1NormFilterPruner(model, [1, 3, 32, 32])``: half
-the filters of every conv (``prune_vars(0.5)``; the stem and the blocks' second convs are one group,
-their channels added by the residual sums), and half those of the blocks' inner convs alone (the
-first conv of each BasicBlock), each fine-tuned for one epoch (Adam from 1e-3, cosine). Every variant is saved by ``oar.jit.save`` (dynamic batch) and run by an
-``oar.inference`` Predictor, and exported by ``oar.onnx.export`` and run by ONNX Runtime (its
-default graph optimizations, which fuse the QDQ pairs into int8 kernels), both at one thread.
+``AbsMaxChannelWiseWeightObserver`` weights, 4 calibration batches of 64 training images) after
+``oar.quantization.fuse_conv_bn`` folds its batch norms into the convs they follow (the ResNet's
+five; LeNet has none); the variant ``int8-unfused``, where suite.W11_VARIANTS lists it, quantizes
+the model as it is, batch norms kept. The ResNet is also pruned twice by
+``oar.slim.prune.L1NormFilterPruner(model, [1, 3, 32, 32])``: half the filters of every conv
+(``prune_vars(0.5)``; the stem and the blocks' second convs are one group, their channels added by
+the residual sums), and half those of the blocks' inner convs alone (the first conv of each
+BasicBlock), each fine-tuned for one epoch (Adam from 1e-3, cosine). Every variant is saved by
+``oar.jit.save`` (dynamic batch) and run by an ``oar.inference`` Predictor, and exported by
+``oar.onnx.export`` and run by ONNX Runtime (its default graph optimizations, which fuse the QDQ
+pairs into int8 kernels), both at one thread.
 Reported per variant and engine: test accuracy (through that engine), file size, FLOPs
 (``oar.flops`` at batch 1), and latency at batch 64, timed in interleaved rounds: each round runs
 every engine of the model once, so the ratios compare samples taken within the same seconds.
@@ -133,15 +137,17 @@ def subjects(quick: bool) -> list[Subject]:
 
 # -- compression ---------------------------------------------------------------------------------
 
-def ptq_int8(subject: Subject, batches: int):
-    """The PTQ int8 model of ``subject``: absmax activations, per-channel absmax weights."""
+def ptq_int8(subject: Subject, batches: int, fuse: bool = True):
+    """The PTQ int8 model of ``subject``: absmax activations, per-channel absmax weights, after
+    folding the batch norms into the convs (``fuse``)."""
     # oar-slim, oar-serving, oar-onnx and onnxruntime are imported where used: the suite's venv may
     # lack one, and then its cells say so (w11) instead of the worker failing.
-    from oar.quantization import PTQ, QuantConfig
+    from oar.quantization import PTQ, QuantConfig, fuse_conv_bn
     from oar.quantization.observers import AbsMaxChannelWiseWeightObserver, AbsmaxObserver
 
+    model = fuse_conv_bn(subject.model, subject.spec) if fuse else subject.model  # copies: the float model stays
     ptq = PTQ(QuantConfig(activation=AbsmaxObserver(), weight=AbsMaxChannelWiseWeightObserver()))
-    observed = ptq.quantize(subject.model)  # a copy: the float model stays as it is
+    observed = ptq.quantize(model)
     with oar.no_grad():
         for b in range(batches):
             observed(oar.to_tensor(subject.x_train[b * BATCH:(b + 1) * BATCH]))
@@ -221,11 +227,12 @@ def measure(subject: Subject, args: WorkerArgs, directory: str) -> list[Case]:
     shape = subject.x_train.shape[1:]
     models = {"float32": (subject.model, subject.train_s)}
     reasons: dict[tuple[str, str], str] = {}  # (variant, column) -> why it has no figures
-    compressions = {"int8": lambda: (ptq_int8(subject, QUICK["calibration"] if args.quick else CALIBRATION_BATCHES),
-                                     None)}
-    if subject.key in suite.W11_PRUNED:
-        for variant, ratios in PRUNE_RATIOS.items():
-            compressions[variant] = lambda ratios=ratios: pruned(subject, ratios, epochs=1)
+    calibration = QUICK["calibration"] if args.quick else CALIBRATION_BATCHES
+    makers = {"int8": lambda: (ptq_int8(subject, calibration), None),
+              "int8-unfused": lambda: (ptq_int8(subject, calibration, fuse=False), None),
+              **{variant: lambda ratios=ratios: pruned(subject, ratios, epochs=1)
+                 for variant, ratios in PRUNE_RATIOS.items()}}
+    compressions = {v: makers[v] for s, v in suite.w11_keys() if s == subject.key and v != "float32"}
     for variant, compress in compressions.items():
         try:
             models[variant] = compress()
@@ -238,7 +245,7 @@ def measure(subject: Subject, args: WorkerArgs, directory: str) -> list[Case]:
         oar.jit.save(model, prefix, input_spec=subject.spec)
         extras[(variant, "oar")] = {"bytes": float(os.path.getsize(prefix + ".pdiparams")),
                                     # the int8 model does the float one's multiply-adds (oar.flops counts no quanted layer)
-                                    "flops": float(flops(subject.model if variant == "int8" else model, shape)),
+                                    "flops": float(flops(subject.model if variant.startswith("int8") else model, shape)),
                                     **({"train_s": train_s} if train_s is not None else {})}
         for column, engine in (("oar", predictor), ("onnxruntime", exported)):
             try:

@@ -451,9 +451,12 @@ def synthetic_cifar(count: int, split: str) -> tuple[np.ndarray, np.ndarray]:
 
 
 W11_SUBJECTS = {"lenet": "LeNet, digits", "resnet": "small ResNet, synthetic CIFAR"}
-W11_VARIANTS = {"float32": "float32", "int8": "PTQ int8",
+W11_VARIANTS = {"float32": "float32", "int8": "PTQ int8", "int8-unfused": "PTQ int8, batch norms not folded",
                 "pruned": "pruned 50% (every conv) + 1 epoch", "pruned-inner": "pruned 50% (inner convs) + 1 epoch"}
 W11_PRUNED = ("resnet",)  # the subjects that are also pruned (both pruned variants)
+# The subjects with batch norms: "int8" folds them into the convs first (oar.quantization.fuse_conv_bn),
+# "int8-unfused" quantizes the model as it is.
+W11_BATCH_NORMS = ("resnet",)
 W11_COLUMNS = {"oar": "oar Predictor", "onnxruntime": "onnxruntime, oar.onnx's file"}
 W11_BATCH = 64  # the latency's batch
 W11_LIMITS = {"int8 accuracy": 1.0, "int8 size": 3.5, "int8 speed": 1.5, "pruned accuracy": 2.0, "pruned flops": 0.4}
@@ -466,7 +469,8 @@ def w11_case(subject: str, variant: str) -> str:
 
 def w11_keys() -> list[tuple[str, str]]:
     """Every ``(subject, variant)`` W11 measures, in table order."""
-    return [(s, v) for s in W11_SUBJECTS for v in W11_VARIANTS if not v.startswith("pruned") or s in W11_PRUNED]
+    only = {"pruned": W11_PRUNED, "pruned-inner": W11_PRUNED, "int8-unfused": W11_BATCH_NORMS}
+    return [(s, v) for s in W11_SUBJECTS for v in W11_VARIANTS if s in only.get(v, (s,))]
 
 
 def w11_speedup(base, other) -> float | None:

@@ -25,6 +25,7 @@ from oar.slim.prune import (
     pruned_mask,
 )
 from oar.static import InputSpec
+from oar.testing import sum_tolerance
 
 from .conftest import accuracy
 
@@ -191,6 +192,20 @@ def test_jit_save_load_round_trips_the_pruned_model(tmp_path):
     full = str(tmp_path / "full")
     oar.jit.save(_randomize_bn(Plain()), full, input_spec=[InputSpec([None, 3, 8, 8], "float32", "x")])
     assert os.path.getsize(prefix + ".pdiparams") < 0.5 * os.path.getsize(full + ".pdiparams")
+
+
+def test_the_predictor_runs_the_pruned_model(tmp_path):
+    inference = pytest.importorskip("oar.inference")
+    model = _randomize_bn(Plain())
+    L1NormFilterPruner(model, [1, 3, 8, 8]).prune_vars({"conv1.weight": 0.5, "conv2.weight": 0.75})
+    prefix = str(tmp_path / "pruned")
+    oar.jit.save(model, prefix, input_spec=[InputSpec([None, 3, 8, 8], "float32", "x")])
+    x = np.random.default_rng(0).normal(size=(5, 3, 8, 8)).astype(np.float32)
+    (out,) = inference.create_predictor(inference.Config(prefix)).run([x])
+    with oar.no_grad():
+        expected = _np(model(oar.to_tensor(x)))
+    rtol, atol = sum_tolerance("float32", terms=4 * 9, scale=np.abs(expected).max())
+    np.testing.assert_allclose(out, expected, rtol=rtol, atol=atol)
 
 
 def test_pruners_follow_their_criterion():
