@@ -42,13 +42,13 @@ def test_clear_grad_zeroes_in_place_by_default_as_paddle():
 def test_leaf_grads_never_share_memory():
     x, y = leaf([1.0, 2.0]), leaf([3.0, 4.0])
     (x + y).sum().backward()  # add's rule returns one gradient array for both inputs
-    assert not np.shares_memory(x.grad.numpy(), y.grad.numpy())
+    assert not np.shares_memory(x.grad.numpy(copy=False), y.grad.numpy(copy=False))
     x.clear_grad()
     np.testing.assert_array_equal(y.grad.numpy(), [1.0, 1.0])
     seed = oar.to_tensor([5.0, 6.0], dtype="float64")
     z = leaf([0.0, 0.0])
     (z + 0.0).backward(seed)
-    assert not np.shares_memory(z.grad.numpy(), seed.numpy())
+    assert not np.shares_memory(z.grad.numpy(copy=False), seed.numpy(copy=False))
 
 
 def test_backward_with_grad_tensor_and_non_scalar_root():
@@ -153,7 +153,7 @@ def test_detach_cuts_the_graph_and_shares_memory():
     x = leaf([1.0, 2.0])
     y = x * 3.0
     d = y.detach()
-    assert d.stop_gradient and d.is_leaf and np.shares_memory(d.numpy(), y.numpy())
+    assert d.stop_gradient and d.is_leaf and np.shares_memory(d.numpy(copy=False), y.numpy(copy=False))
     (d * x).sum().backward()
     np.testing.assert_allclose(x.grad.numpy(), [3.0, 6.0])
 
@@ -409,6 +409,50 @@ def test_a_removed_non_leaf_hook_no_longer_runs():
     np.testing.assert_allclose(x.grad.numpy(), [6.0])
 
 
+def test_a_leaf_hook_returning_the_wrong_shape_is_an_error_naming_the_tensor():
+    # issue #24: x.grad silently took the hook's shape ([] here)
+    x = leaf([1.0, 2.0])
+    x.name = "w"
+    x.register_hook(lambda g: g.sum())
+    with pytest.raises(GradientError, match=r"hook of tensor 'w' returned a gradient of shape \[\] \(float64\); "
+                                            r"it must return None or a tensor of the gradient's shape \[2\] and dtype float64"):
+        (x * x).sum().backward()
+    assert x.grad is None
+
+
+def test_a_hook_returning_the_wrong_dtype_is_an_error():
+    x = leaf([1.0, 2.0])
+    x.name = "w"
+    x.register_hook(lambda g: g.astype("float32"))
+    with pytest.raises(GradientError, match=r"tensor 'w' returned a gradient of shape \[2\] \(float32\).*"
+                                            r"shape \[2\] and dtype float64"):
+        (x * x).sum().backward()
+
+
+def test_a_non_leaf_hook_returning_the_wrong_shape_or_a_non_tensor_is_an_error():
+    x = leaf([1.0, 2.0])
+    y = x * 3.0
+    y.name = "hidden"
+    handle = y.register_hook(lambda g: oar.concat([g, g]))
+    with pytest.raises(GradientError, match=r"hook of tensor 'hidden' returned a gradient of shape \[4\] \(float64\).*"
+                                            r"shape \[2\] and dtype float64"):
+        (y * y).sum().backward()
+    handle.remove()
+    z = x * 3.0
+    z.name = "z"
+    z.register_hook(lambda g: g.numpy())
+    with pytest.raises(GradientError, match=r"hook of tensor 'z' returned a ndarray.*None or a tensor"):
+        (z * z).sum().backward()
+
+
+def test_a_hook_may_return_none_or_a_tensor_of_the_gradients_shape_and_dtype():
+    x = leaf([1.0, 2.0])
+    x.register_hook(lambda g: None)
+    x.register_hook(lambda g: g * 2.0)
+    (x * x).sum().backward()
+    assert x.grad.tolist() == [4.0, 8.0] and x.grad.dtype == oar.float64
+
+
 def test_register_hook_on_a_stop_gradient_tensor_is_an_error():
     with pytest.raises(GradientError, match="stop_gradient=True"):
         oar.to_tensor([1.0]).register_hook(lambda g: g)
@@ -518,9 +562,9 @@ def test_backward_accumulates_into_the_same_grad_buffer_as_paddle():
     x = leaf([1.0, 2.0])
     (x * x).sum().backward()
     g = x.grad
-    buffer = g.numpy()
+    buffer = g._data
     (x * 3.0).sum().backward()
-    assert x.grad is g and x.grad.numpy() is buffer  # accumulated in place, no new tensor
+    assert x.grad is g and x.grad._data is buffer  # accumulated in place, no new tensor
     np.testing.assert_allclose(g.numpy(), [5.0, 7.0])
 
 

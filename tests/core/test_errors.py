@@ -22,6 +22,7 @@ BUILTIN_BASE = {
     errors.RegistryError: LookupError,
     errors.PluginError: RuntimeError,
     errors.SerializationError: ValueError,
+    errors.ResourceExhaustedError: MemoryError,
 }
 
 

@@ -63,7 +63,7 @@ REASONS = ("deferred (import time)", "optional dependency", "allowed cycle")
 # Code lines per layer: the combined budget of the engine and the op definitions is 10,000.
 BUDGETS = {
     "L0 foundations": 85,
-    "L1 eager engine": 2250,
+    "L1 eager engine": 2360,  # from 2250: oar.save's depth limit and stale temporaries, allocation errors (#24)
     "L2 op definitions": 3750,
     "L3 static graph": 2680,
     "L4 public surfaces": 2470,

@@ -5,6 +5,7 @@ topk/sort and in the max/amax gradients, empty tensors, and second-order gradien
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -191,9 +192,30 @@ def test_unbiased_flag():
     assert oar.std(x, unbiased=False).item() == pytest.approx(math.sqrt(1.25))
 
 
-def test_unbiased_var_of_one_element_is_zero_like_paddle():
-    assert oar.var(t([3.0])).item() == 0.0
-    assert oar.std(t([[3.0, 4.0]]), axis=0).tolist() == [0.0, 0.0]
+@pytest.mark.parametrize("fn", [oar.var, oar.std, lambda x, **kw: x.var(**kw), lambda x, **kw: x.std(**kw)],
+                         ids=["var", "std", "Tensor.var", "Tensor.std"])
+def test_unbiased_moments_of_one_element_or_none_are_nan_like_paddle_and_numpy(fn):
+    # N - 1 = 0 degrees of freedom (issue #24): NaN, with Paddle 3's warning, never a silent 0.
+    with pytest.warns(UserWarning, match=r"degrees of freedom <= 0"):
+        assert math.isnan(fn(t([3.0])).item())
+    with pytest.warns(UserWarning, match=r"along axis \[0\] of x \[1, 2\]"):
+        assert all(math.isnan(v) for v in fn(t([[3.0, 4.0]]), axis=0).tolist())
+    with pytest.warns(UserWarning, match="degrees of freedom"):
+        assert all(math.isnan(v) for v in fn(oar.zeros([0, 2]), axis=0).tolist())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the biased moments of one element are 0, of none NaN, quietly
+        assert fn(t([3.0]), unbiased=False).item() == 0.0
+        assert math.isnan(fn(oar.zeros([0]), unbiased=False).item())
+        assert fn(t([3.0, 5.0])).item() > 0
+
+
+def test_gradient_of_an_unbiased_moment_of_one_element_is_nan():
+    for fn in (oar.var, oar.std):
+        x = t([[3.0], [4.0]])
+        x.stop_gradient = False
+        with pytest.warns(UserWarning, match="degrees of freedom"):
+            fn(x, axis=1).sum().backward()
+        assert np.isnan(x.grad.numpy()).all()
 
 
 # -- ties -------------------------------------------------------------------------------------------

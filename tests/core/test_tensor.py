@@ -43,7 +43,7 @@ def test_to_tensor_with_a_dtype_and_from_a_tensor():
     src = oar.to_tensor([1.0, 2.0], stop_gradient=False)
     copied = oar.to_tensor(src)
     assert copied.dtype == oar.float32 and copied.stop_gradient  # a new leaf, as Paddle
-    assert not np.shares_memory(copied.numpy(), src.numpy())
+    assert not np.shares_memory(copied.numpy(copy=False), src.numpy(copy=False))
     assert oar.to_tensor(src, dtype="int32").tolist() == [1, 2]
     assert oar.to_tensor(np.float32(1.0), dtype="float16").dtype == oar.float16
 
@@ -161,16 +161,51 @@ def test_len_and_iteration():
         iter(oar.to_tensor(1.0)).__next__()
 
 
-def test_numpy_shares_memory_on_cpu_and_array_protocol():
+# -- numpy(): a copy, as Paddle; copy=False and np.asarray a read-only view --------------------------
+def test_writing_into_numpy_cannot_change_a_value_backward_saved():
+    # issue #24: numpy() was a writable alias of the buffer, so this gave x.grad == [20, 20, 20]
+    a = oar.to_tensor([1.0, 2.0, 3.0], stop_gradient=False)
+    b = (a * a).sum()
+    values = a.numpy()
+    values[...] = 10.0
+    b.backward()
+    assert a.grad.tolist() == [2.0, 4.0, 6.0] and a.tolist() == [1.0, 2.0, 3.0]
+    assert a.inplace_version == 0
+
+
+def test_numpy_is_a_fresh_writable_copy():
     t = oar.to_tensor([1.0, 2.0])
     a = t.numpy()
+    assert a.flags.writeable and not np.shares_memory(a, t.numpy(copy=False))
     a[0] = 10.0
-    assert t.tolist() == [10.0, 2.0]
-    assert np.asarray(t) is a
-    assert np.asarray(t, dtype=np.float64).dtype == np.float64
-    assert not np.shares_memory(np.array(t, copy=True), a)
+    assert t.tolist() == [1.0, 2.0] and t.numpy() is not t.numpy()
+
+
+def test_numpy_copy_false_is_a_read_only_view_that_follows_the_tensor():
+    t = oar.to_tensor([1.0, 2.0])
+    view = t.numpy(copy=False)
+    assert not view.flags.writeable and np.shares_memory(view, t.numpy(copy=False))
+    with pytest.raises(ValueError, match="read-only"):
+        view[0] = 10.0
+    t.add_(oar.to_tensor([1.0, 1.0]))  # an in-place op writes the buffer: the view sees it
+    assert view.tolist() == [2.0, 3.0] and t.tolist() == [2.0, 3.0]
+
+
+def test_array_protocol_follows_numpys_copy_semantics():
+    t = oar.to_tensor([1.0, 2.0])
+    view = np.asarray(t)  # copy=None: no copy, so a read-only view
+    assert not view.flags.writeable and np.shares_memory(view, t.numpy(copy=False))
+    with pytest.raises(ValueError, match="read-only"):
+        view += 1.0
+    assert not np.asarray(t, copy=False).flags.writeable
+    copied = np.array(t)  # copy=True: a writable copy
+    assert copied.flags.writeable and not np.shares_memory(copied, view)
+    assert np.asarray(t, dtype=np.float64).dtype == np.float64 and np.asarray(t, dtype=np.float64).flags.writeable
+    with pytest.raises(ValueError, match="copy"):
+        np.asarray(t, dtype=np.float64, copy=False)  # numpy's contract: copy=False never copies
     summed = np.add(t, 1.0)  # numpy functions see the values through __array__, as with Paddle
-    assert type(summed) is np.ndarray and summed.tolist() == [11.0, 3.0]
+    assert type(summed) is np.ndarray and summed.tolist() == [2.0, 3.0]
+    assert t.tolist() == [1.0, 2.0]
 
 
 def test_hashing_is_by_identity():
@@ -185,7 +220,7 @@ def test_hashing_is_by_identity():
 def test_clone_copies_and_keeps_the_gradient_path():
     x = oar.to_tensor([1.0, 2.0], stop_gradient=False)
     y = x.clone()
-    assert not np.shares_memory(y.numpy(), x.numpy()) and y.tolist() == [1.0, 2.0]
+    assert not np.shares_memory(y.numpy(copy=False), x.numpy(copy=False)) and y.tolist() == [1.0, 2.0]
     assert not y.stop_gradient and not y.is_leaf
     (y * 3.0).sum().backward()
     assert x.grad.tolist() == [3.0, 3.0]
@@ -210,9 +245,9 @@ def test_deepcopy_copies_a_leaf():
     (p * 2.0).sum().backward()
     q = copy.deepcopy(p)
     assert q is not p and q.tolist() == p.tolist()
-    assert not np.shares_memory(q.numpy(), p.numpy())
+    assert not np.shares_memory(q.numpy(copy=False), p.numpy(copy=False))
     assert q.stop_gradient is False and q.persistable is True and q.name == "w_deepcopy"
-    assert q.grad.tolist() == [2.0, 2.0] and not np.shares_memory(q.grad.numpy(), p.grad.numpy())
+    assert q.grad.tolist() == [2.0, 2.0] and not np.shares_memory(q.grad.numpy(copy=False), p.grad.numpy(copy=False))
     nested = copy.deepcopy({"a": p, "b": [p]})
     assert nested["a"] is nested["b"][0]  # the memo keeps shared references shared
 
@@ -274,9 +309,9 @@ def test_gpu_without_the_plugin_says_what_to_install():
 # -- set_value (Paddle's Tensor.set_value) ---------------------------------------------------------
 def test_set_value_copies_in_place_and_bumps_the_version():
     w = oar.to_tensor(np.zeros([2, 2], np.float32))
-    buffer = w.numpy()
+    buffer = w.numpy(copy=False)
     w.set_value(np.arange(4, dtype=np.float32).reshape(2, 2))
-    assert w.numpy() is buffer and w.tolist() == [[0.0, 1.0], [2.0, 3.0]]
+    assert np.shares_memory(w.numpy(copy=False), buffer) and w.tolist() == [[0.0, 1.0], [2.0, 3.0]]
     assert w.inplace_version == 1
     w.set_value(oar.ones([2, 2], dtype="float32"))
     assert w.tolist() == [[1.0, 1.0], [1.0, 1.0]]

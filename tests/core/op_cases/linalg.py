@@ -94,3 +94,25 @@ CASES = [
     OpCase("einsum", lambda x, y: oar.einsum("ij,jk->ik", x, y), lambda x, y: np.einsum("ij,jk->ik", x, y),
            [ints(2, 3), ints(3, 2)], grad=False, id="einsum_int64"),
 ]
+
+# einsum differentiates every equation it accepts (issue #24): a label repeated in one operand
+# (a diagonal, a trace, several repeats, alongside other operands and broadcasting).
+CASES += [
+    OpCase("einsum", lambda x: oar.einsum("ii->i", x), lambda x: np.einsum("ii->i", x), [rand(3, 3)],
+           id="einsum_diagonal"),
+    OpCase("einsum", lambda x: oar.einsum("ii->", x), lambda x: np.einsum("ii->", x), [rand(3, 3)], id="einsum_trace"),
+    OpCase("einsum", lambda x: oar.einsum("ii", x), lambda x: np.einsum("ii", x), [rand(2, 2)],
+           id="einsum_trace_implicit"),
+    OpCase("einsum", lambda x: oar.einsum("iji->j", x), lambda x: np.einsum("iji->j", x), [rand(3, 2, 3)],
+           id="einsum_repeat_apart"),
+    OpCase("einsum", lambda x: oar.einsum("iii->i", x), lambda x: np.einsum("iii->i", x), [rand(2, 2, 2)],
+           id="einsum_triple_repeat"),
+    OpCase("einsum", lambda x: oar.einsum("iijj->ij", x), lambda x: np.einsum("iijj->ij", x), [rand(2, 2, 3, 3)],
+           id="einsum_two_repeated_labels"),
+    OpCase("einsum", lambda x, y: oar.einsum("ii,ij->j", x, y), lambda x, y: np.einsum("ii,ij->j", x, y),
+           [rand(3, 3), rand(3, 2)], id="einsum_trace_times_other"),
+    OpCase("einsum", lambda x, y: oar.einsum("bii,bi->b", x, y), lambda x, y: np.einsum("bii,bi->b", x, y),
+           [rand(2, 3, 3), rand(1, 3)], id="einsum_batched_diagonal_broadcast"),
+    OpCase("einsum", lambda x: oar.einsum("...ii->...i", x), lambda x: np.einsum("...ii->...i", x), [rand(2, 3, 3)],
+           id="einsum_ellipsis_diagonal"),
+]

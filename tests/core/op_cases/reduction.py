@@ -196,3 +196,19 @@ CASES = [
     OpCase("_scatter_add_along_axis", lambda s, i: scatter_add_along_axis(s, i, 0, (3, 4)), lambda s, i: _scatter_add(s, i, 0, (3, 4)), [rand(2, 4), _GATHER_INDEX], id="scatter_add_along_axis"),
     OpCase("_scatter_add_along_axis", lambda s, i: scatter_add_along_axis(s, i, 1, (2, 5)), lambda s, i: _scatter_add(s, i, 1, (2, 5)), [rand(2, 4), _GATHER_INDEX], id="scatter_add_along_axis_last"),
 ]
+
+# N <= 1 along the reduced axes (issue #24): the unbiased moments are NaN as numpy's (ddof=1)
+# and Paddle 3's, the biased ones of one element 0; no gradient case (a NaN's derivative).
+with np.errstate(invalid="ignore", divide="ignore"):  # numpy warns at import of the references
+    CASES += [
+        OpCase("var", lambda x: oar.var(x, axis=1), lambda x: np.var(x, axis=1, ddof=1), [rand(3, 1)], grad=False,
+               id="var_one_element_per_row"),
+        OpCase("var", lambda x: oar.var(x, axis=0), lambda x: np.full(x.shape[1:], np.nan), [rand(0, 3)], grad=False,
+               id="var_empty"),
+        OpCase("var", lambda x: oar.var(x, axis=1, unbiased=False), lambda x: np.var(x, axis=1), [rand(2, 1)],
+               id="var_biased_one_element"),
+        OpCase("std", lambda x: oar.std(x), lambda x: np.std(x, ddof=1), [rand(1, 1)], grad=False,
+               id="std_one_element"),
+        OpCase("std", lambda x: oar.std(x, axis=[0, 1], keepdim=True), lambda x: np.full((1, 1, 2), np.nan),
+               [rand(0, 3, 2)], grad=False, id="std_empty_keepdim"),
+    ]

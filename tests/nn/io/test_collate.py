@@ -109,3 +109,27 @@ def test_loader_tensors_do_not_alias_the_dataset():
     batch = next(iter(DataLoader(Rows(), batch_size=None)))
     data[0, 0] = 9.0
     assert batch.tolist() == [0.0, 0.0]
+
+
+def test_a_shape_mismatch_names_the_field_and_the_shapes():
+    samples = [(np.zeros([3, 32, 32], np.float32), i) for i in range(4)] + [(np.zeros([3, 28, 28], np.float32), 4)]
+    with pytest.raises(ValueError, match=r"^default_collate_fn: field 0: samples 0\.\.3 have \[3, 32, 32\], sample 4 "
+                                         r"has \[3, 28, 28\]"):
+        default_collate_fn(samples)
+
+
+@pytest.mark.parametrize(("samples", "field"), [
+    ([{"image": np.zeros([2])}, {"image": np.zeros([3])}], r"field 'image': sample 0 has \[2\], sample 1 has \[3\]"),
+    ([(1, {"w": np.zeros([1])}), (2, {"w": np.zeros([1])}), (3, {"w": np.zeros([1, 1])})],
+     r"field 1\['w'\]: samples 0\.\.1 have \[1\], sample 2 has \[1, 1\]"),
+    ([np.zeros([2]), np.zeros([2, 1])], r"^default_collate_fn: sample 0 has \[2\], sample 1 has \[2, 1\]"),
+    ([oar.zeros([2]), oar.zeros([2]), oar.zeros([4])], r"samples 0\.\.1 have \[2\], sample 2 has \[4\]"),
+])
+def test_shape_mismatches_in_dicts_nested_fields_bare_arrays_and_tensors(samples, field):
+    with pytest.raises(ValueError, match=field):
+        default_collate_fn(samples)
+
+
+def test_a_missing_dict_key_names_the_sample():
+    with pytest.raises(KeyError, match=r"sample 1 has no key 'label'"):
+        default_collate_fn([{"image": 1, "label": 2}, {"image": 3}])

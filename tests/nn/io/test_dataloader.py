@@ -134,3 +134,61 @@ def test_places_and_feed_list():
 def test_rejects_bad_arguments(kwargs, message):
     with pytest.raises(ArgumentError, match=message):
         DataLoader(Numbers(3), **kwargs)
+
+
+class Failing(Dataset):
+    """Sample ``fail_at`` raises ``error``; the others are ``[i, i]``."""
+
+    def __init__(self, fail_at, error: Exception, n: int = 8):
+        self.fail_at, self.error, self.n = fail_at, error, n
+
+    def __getitem__(self, i):
+        if i == self.fail_at:
+            raise self.error
+        return np.full([2], i, np.float32)
+
+    def __len__(self):
+        return self.n
+
+
+class TwoArgs(Exception):
+    def __init__(self, a, b):
+        super().__init__(a, b)
+
+
+@pytest.mark.parametrize("batch_size", [4, None])
+def test_an_exception_in_getitem_names_the_sample_index(batch_size):
+    original = ValueError("corrupt JPEG")
+    with pytest.raises(ValueError) as info:
+        list(DataLoader(Failing(6, original), batch_size=batch_size))
+    message = str(info.value)
+    assert message.startswith("DataLoader: dataset[6] raised ValueError: corrupt JPEG"), message
+    assert info.value.__cause__ is original  # the dataset's own exception, with its traceback
+
+
+def test_an_index_of_a_numpy_int_shows_as_a_number():
+    with pytest.raises(KeyError) as info:
+        list(DataLoader(Failing(np.int64(3), KeyError("no label"), 8), batch_sampler=[[np.int64(3)]]))
+    assert "dataset[3] raised KeyError: 'no label'" in str(info.value)  # readable, not a repr
+
+
+def test_an_exception_that_cannot_be_rebuilt_is_a_runtime_error_with_the_original_as_cause():
+    original = TwoArgs("x", "y")
+    with pytest.raises(RuntimeError, match=r"dataset\[1\] raised TwoArgs: \('x', 'y'\)") as info:
+        list(DataLoader(Failing(1, original), batch_size=2))
+    assert info.value.__cause__ is original
+
+
+def test_a_collate_shape_mismatch_names_the_batch_s_dataset_indices():
+    class Ragged(Dataset):
+        def __getitem__(self, i):
+            return np.zeros([3, 28 if i == 6 else 32, 32], np.float32), i
+
+        def __len__(self):
+            return 8
+
+    with pytest.raises(ValueError) as info:
+        list(DataLoader(Ragged(), batch_size=4))
+    message = str(info.value)
+    assert "collate_fn on dataset[4, 5, 6, 7]" in message, message
+    assert "field 0: samples 0..1 have [3, 32, 32], sample 2 has [3, 28, 32]" in message, message

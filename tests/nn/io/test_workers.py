@@ -236,6 +236,37 @@ def test_worker_exceptions_that_cannot_be_rebuilt(clean):
         list(DataLoader(RaisesOdd(), batch_sampler=[[0]], num_workers=1))
 
 
+def test_a_worker_names_the_sample_index_and_keeps_the_original_as_cause(clean):
+    with pytest.raises(ValueError) as info:
+        list(DataLoader(Images(40, fail_at=13), batch_size=4, num_workers=2))
+    message = str(info.value)
+    assert message.startswith("DataLoader worker 1 (pid ") and "): dataset[13] raised ValueError: bad sample 13" in message
+    cause = info.value.__cause__
+    assert type(cause) is ValueError and str(cause) == "bad sample 13"  # the worker's exception, unpickled here
+
+
+def test_a_worker_s_exception_that_cannot_be_rebuilt_still_names_the_index(clean):
+    with pytest.raises(RuntimeError, match=r"dataset\[0\] raised NeedsTwoArgs: \('x', 'y'\)") as info:
+        list(DataLoader(RaisesOdd(), batch_sampler=[[0]], num_workers=1))
+    assert type(info.value.__cause__) is NeedsTwoArgs
+
+
+class Ragged(Dataset):
+    def __getitem__(self, i):
+        return {"image": np.zeros([3, 28 if i == 5 else 32, 32], np.float32), "label": i}
+
+    def __len__(self):
+        return 8
+
+
+def test_a_collate_shape_mismatch_in_a_worker_names_the_field_shapes_and_indices(clean):
+    with pytest.raises(ValueError) as info:
+        list(DataLoader(Ragged(), batch_size=4, num_workers=2))
+    message = str(info.value)
+    assert "DataLoader worker 1 " in message and "collate_fn on dataset[4, 5, 6, 7]" in message, message
+    assert "field 'image': sample 0 has [3, 32, 32], sample 1 has [3, 28, 32]" in message, message
+
+
 def test_break_stops_the_workers(clean):
     before = children()
     for _ in DataLoader(Images(400, sleep=0.001), batch_size=4, num_workers=2):

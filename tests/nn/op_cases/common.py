@@ -250,3 +250,11 @@ CASES = [
     OpCase("multiply", lambda x: F.label_smooth(x, epsilon=0.2), lambda x: 0.8 * x + 0.2 / 4, [rand(2, 4)],
            id="label_smooth"),
 ]
+
+# Zero-size batches (issue #24): an empty batch gives an empty output, and zero gradients for the
+# weights.
+CASES += [
+    OpCase("linear", F.linear, lambda x, w, b: x @ w + b, [rand(0, 4), rand(4, 2), rand(2)], id="linear_empty"),
+    OpCase("embedding", lambda w, ids: F.embedding(ids, w), _embedding_ref, [rand(4, 3), np.zeros((0, 2), np.int64)],
+           grad_inputs=[0], id="embedding_empty"),
+]

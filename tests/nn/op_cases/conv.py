@@ -184,3 +184,30 @@ CASES = [
            lambda x, g: ref_conv_weight_grad(x, g, [2], [1], [0, -2], [1], 1), [rand(1, 2, 6), rand(1, 2, 3)],
            id="conv_weight_grad_cropping_padding"),
 ]
+
+# Zero-size batches (issue #24): an empty batch gives an empty output of the right shape, and
+# the weight's gradient is zeros of its shape (the references' loops run zero times).
+CASES += [
+    OpCase("conv", lambda x, w, b: F.conv1d(x, w, b, stride=2, padding=1),
+           lambda x, w, b: _with_bias(ref_conv(x, w, 2, 1), b, 1), [rand(0, 2, 6), rand(3, 2, 3), rand(3)],
+           id="conv1d_empty"),
+    OpCase("conv", lambda x, w, b: F.conv2d(x, w, b, padding=1), lambda x, w, b: _with_bias(ref_conv(x, w, 1, 1), b, 2),
+           [rand(0, 2, 4, 4), rand(3, 2, 3, 3), rand(3)], id="conv2d_empty"),
+    OpCase("conv", lambda x, w: F.conv2d(x, w, groups=2, data_format="NHWC"),
+           _nhwc(lambda x, w: ref_conv(x, w, 1, 0, 1, 2), 2), [rand(0, 4, 4, 4), rand(4, 2, 3, 3)],
+           id="conv2d_groups_nhwc_empty"),
+    OpCase("conv", lambda x, w: F.conv3d(x, w, stride=2), lambda x, w: ref_conv(x, w, 2),
+           [rand(0, 2, 3, 3, 3), rand(2, 2, 2, 2, 2)], id="conv3d_empty"),
+    OpCase("conv_transpose", lambda x, w, b: F.conv1d_transpose(x, w, b, stride=2),
+           lambda x, w, b: _with_bias(ref_conv_transpose(x, w, 2), b, 1), [rand(0, 2, 3), rand(2, 3, 3), rand(3)],
+           id="conv1d_transpose_empty"),
+    OpCase("conv_transpose", lambda x, w: F.conv2d_transpose(x, w, stride=2, padding=1, groups=2),
+           lambda x, w: ref_conv_transpose(x, w, 2, 1, 0, 1, 2), [rand(0, 4, 3, 3), rand(4, 1, 3, 3)],
+           id="conv2d_transpose_groups_empty"),
+    OpCase("conv_transpose", lambda x, w: F.conv3d_transpose(x, w), ref_conv_transpose,
+           [rand(0, 2, 2, 2, 2), rand(2, 3, 2, 2, 2)], id="conv3d_transpose_empty"),
+    OpCase("conv_weight_grad", _op(conv_weight_grad_op, kernel_size=[2, 2], stride=[1, 1], padding=[0, 0, 0, 0],
+                                   dilation=[1, 1], groups=1),
+           lambda x, g: ref_conv_weight_grad(x, g, [2, 2], [1, 1], [0, 0, 0, 0], [1, 1], 1),
+           [rand(0, 2, 3, 3), rand(0, 3, 2, 2)], id="conv_weight_grad_empty"),
+]

@@ -376,3 +376,14 @@ CASES += [
            [_distribution(2, 4, 3, axis=1), np.array([[[1, 3, 0]], [[2, 2, 1]]]), _randn(2, 1, 3)], grad_inputs=[0, 2],
            id="softmax_with_cross_entropy_grad_axis1"),
 ]
+
+# An empty batch (issue #24), as Paddle 3: the mean over no sample is NaN, the sum is 0, and
+# 'none' gives an empty loss of the label's shape.
+CASES += [
+    OpCase(CE, lambda x, y: F.cross_entropy(x, y), lambda x, y: np.array(np.nan), [_randn(0, 3), np.zeros(0, np.int64)],
+           grad_inputs=[0], id="cross_entropy_mean_empty"),
+    OpCase(CE, lambda x, y: F.cross_entropy(x, y, reduction="sum"), lambda x, y: np.array(0.0),
+           [_randn(0, 3), np.zeros((0, 1), np.int64)], grad_inputs=[0], id="cross_entropy_sum_empty"),
+    OpCase(CE, lambda x, y: F.cross_entropy(x, y, reduction="none"), lambda x, y: np.zeros((0,)),
+           [_randn(0, 3), np.zeros(0, np.int64)], grad_inputs=[0], id="cross_entropy_none_empty"),
+]

@@ -219,3 +219,23 @@ CASES += [
            [GN_X, positive(4), GN_X.reshape(3, 2, -1).mean(axis=2), GN_X.reshape(3, 2, -1).var(axis=2), rand(3, 4, 2, 3)],
            rtol=1e-4, atol=1e-5),
 ]
+
+
+def _empty_like(x, *_):
+    return np.zeros_like(x)
+
+
+# Zero-size batches (issue #24): empty outputs, and the affine parameters' gradients are zeros
+# of their shape (sums over no sample), in training (batch statistics) and in evaluation.
+CASES += [
+    OpCase("batch_norm", _bn_train(), _empty_like, [rand(0, 2, 3, 3), positive(2), rand(2)], id="batch_norm_empty"),
+    OpCase("batch_norm", _bn_train("NC"), _empty_like, [rand(0, 3), positive(3), rand(3)], id="batch_norm_2d_empty"),
+    OpCase("batch_norm_infer", _bn_infer, _bn_infer_ref, [rand(0, 3, 4), positive(3), rand(3), rand(3), positive(3)],
+           id="batch_norm_infer_empty"),
+    OpCase("layer_norm", lambda x, w, b: F.layer_norm(x, 4, w, b), _layer_norm_ref, [rand(0, 4), positive(4), rand(4)],
+           id="layer_norm_empty"),
+    OpCase("group_norm", lambda x, w, b: F.group_norm(x, 2, weight=w, bias=b), _empty_like,
+           [rand(0, 4, 2, 2), positive(4), rand(4)], id="group_norm_empty"),
+    OpCase("layer_norm", lambda x, w, b: F.instance_norm(x, weight=w, bias=b), _empty_like,
+           [rand(0, 3, 2, 3), positive(3), rand(3)], id="instance_norm_empty"),
+]

@@ -209,3 +209,23 @@ CASES = [
     OpCase("adaptive_max_pool", lambda x: F.adaptive_max_pool1d(x, 4, return_mask=True),
            lambda x: ref_adaptive(x, [4], "max"), [rand(2, 2, 9)], id="adaptive_max_pool1d_mask"),
 ]
+
+# Zero-size batches (issue #24): empty outputs of the right shape, forward and backward.
+CASES += [
+    OpCase("max_pool", lambda x: F.max_pool1d(x, 2, return_mask=True), lambda x: ref_max_pool(x, [2]),
+           [rand(0, 2, 5)], id="max_pool1d_empty"),
+    OpCase("max_pool", lambda x: F.max_pool2d(x, 3, stride=2, padding=1, data_format="NHWC"),
+           _nhwc(lambda x: ref_max_pool(x, [3, 3], [2, 2], [1, 1, 1, 1])[0]), [rand(0, 4, 4, 2)],
+           id="max_pool2d_nhwc_empty"),
+    OpCase("max_pool_grad", lambda g, m: dispatch(max_pool_grad_op, (g, m), {"input_size": [2, 3]}),
+           lambda g, m: ref_scatter_at_mask(g, m, [2, 3]), [rand(0, 2, 4), np.zeros((0, 2, 4), np.int32)],
+           id="max_pool_grad_empty"),
+    OpCase("avg_pool", lambda x: F.avg_pool2d(x, 2), lambda x: ref_avg_pool(x, [2, 2]), [rand(0, 3, 4, 4)],
+           id="avg_pool2d_empty"),
+    OpCase("adaptive_avg_pool", lambda x: F.adaptive_avg_pool2d(x, 2), lambda x: ref_adaptive(x, [2, 2], "avg"),
+           [rand(0, 2, 5, 4)], id="adaptive_avg_pool2d_empty"),
+    OpCase("adaptive_max_pool", lambda x: F.adaptive_max_pool2d(x, [2, 3], return_mask=True),
+           lambda x: ref_adaptive(x, [2, 3], "max"), [rand(0, 2, 5, 4)], id="adaptive_max_pool2d_empty"),
+    OpCase("adaptive_max_pool", lambda x: F.adaptive_max_pool1d(x, 3), lambda x: ref_adaptive(x, [3], "max")[0],
+           [rand(0, 2, 7)], id="adaptive_max_pool1d_empty"),
+]

@@ -53,11 +53,17 @@ class SerializationError(OarError, ValueError):
     """A file that is truncated, corrupted, foreign or from a newer format version."""
 
 
+class ResourceExhaustedError(OarError, MemoryError):
+    """Memory that cannot be had, as Paddle's ResourceExhaustedError (a ``MemoryError`` in Python):
+    ``zeros: out of memory: a float32 tensor of shape [1099511627776] needs 4,398,046,511,104
+    bytes (4 TiB)``, or a size past what an array can address."""
+
+
 class PluginWarning(UserWarning):
     """Warns that a plugin failed to load; the other plugins keep working."""
 
 
 __all__ = [
     "OarError", "ShapeError", "DTypeError", "DeviceError", "ArgumentError", "IndexOutOfRangeError", "KernelError",
-    "GradientError", "RegistryError", "PluginError", "SerializationError", "PluginWarning",
+    "GradientError", "RegistryError", "PluginError", "SerializationError", "ResourceExhaustedError", "PluginWarning",
 ]

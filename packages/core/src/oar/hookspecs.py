@@ -81,7 +81,8 @@ class Backend(Protocol):
 
     def from_numpy(self, array: np.ndarray) -> Any: ...
 
-    def to_numpy(self, data: Any) -> np.ndarray: ...
+    def to_numpy(self, data: Any) -> np.ndarray:
+        """A new host array of the values (``Tensor.numpy()`` hands it to the user as it is)."""
 
     def zeros(self, shape: tuple, np_dtype: Any) -> Any: ...
 

@@ -469,7 +469,7 @@ def _general(x, w, b, stride, padding, dilation, groups, relu, max_pool):
     y = _ref._kernel(_ref.conv_op, x.dtype)(x, w, stride=stride, padding=padding, dilation=dilation, groups=groups)
     if not (y.flags.c_contiguous and y.flags.writeable):
         y = np.ascontiguousarray(y)
-    _bias_relu(y.reshape(y.shape[0], y.shape[1], -1), bias, relu)
+    _bias_relu(y.reshape(y.shape[0], y.shape[1], int(np.prod(y.shape[2:]))), bias, relu)  # not -1: N may be 0
     return _ref.pool_output(y, max_pool)
 
 

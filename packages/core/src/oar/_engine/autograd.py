@@ -150,10 +150,15 @@ def _accumulate(a, b):
 
 
 def _apply_hooks(hooks, grad):
-    for hook in list(hooks):  # a hook may remove itself
+    for hook, owner in list(hooks):  # a hook may remove itself
         result = hook(grad)
-        if result is not None:
-            grad = result
+        if result is None:
+            continue
+        if not isinstance(result, Tensor) or result._data.shape != grad._data.shape or result.dtype != grad.dtype:
+            got = f"a gradient of shape {result.shape} ({result.dtype.name})" if isinstance(result, Tensor) else f"a {type(result).__name__}"
+            raise GradientError(f"register_hook: the hook of tensor {getattr(owner(), 'name', '(deleted)')!r} returned {got}; it must "
+                                f"return None or a tensor of the gradient's shape {grad.shape} and dtype {grad.dtype.name}")
+        grad = result
     return grad
 
 

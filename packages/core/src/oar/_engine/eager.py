@@ -20,6 +20,7 @@ import numpy as np
 from oar._engine import dtypes as _dt
 from oar._engine.device import current_device
 from oar._engine.dispatch import Mode, _mode_stack, dispatch
+from oar._engine.memory import allocation_error
 from oar._engine.op import Op, TensorMeta
 from oar._engine.registries import KERNELS, OPS
 from oar._engine.tape import Node
@@ -89,12 +90,16 @@ def explain_failure(op: Op, inputs: tuple, attrs: dict, exc: Exception) -> Excep
         return exc
     metas = [TensorMeta(tuple(t._data.shape), t.dtype) for t in inputs]
     try:
-        op.meta(*metas, **attrs)
+        out = op.meta(*metas, **attrs)
     except OarError as err:
         return err
     except Exception:  # a meta that itself fails explains nothing; report the kernel error
-        pass
+        out = None
     shown = {k: v for k, v in attrs.items()}
+    out = out if isinstance(out, TensorMeta) else TensorMeta(None, None)  # of several outputs: numpy's says which
+    too_big = allocation_error(f"op {op.name!r}", exc, out.shape, out.dtype, f"; inputs ({_describe(inputs)}), attributes {shown}")
+    if too_big is not None:
+        return too_big
     return KernelError(f"op {op.name!r} failed on inputs ({_describe(inputs)}) with attributes {shown}: "
                        f"{type(exc).__name__}: {exc}")
 

@@ -22,10 +22,19 @@ Version 1 (read, no longer written) names every entry in its leaf and has ``crc3
 ``{entry: crc}``; a version 2 file of a state dict has about half the metadata. A file of a newer
 version is refused, naming the oar that wrote it.
 
-Loading parses JSON and copies bytes into arrays: it cannot execute code. Writing goes to a
-temporary file in the target's directory, is flushed and fsynced, and replaces the target with
+Loading parses JSON and copies bytes into arrays: it cannot execute code. Containers nest at most
+``MAX_DEPTH`` (128) levels: a deeper object is refused by ``oar.save``, and a file whose structure
+nests deeper is refused by ``oar.load`` before json or the decoder recurse into it (a hostile file
+cannot exhaust Python's recursion limit); both errors name the path where the limit is passed.
+
+Writing goes to a temporary file in the target's directory, ``.<name>.<host>.<pid>-<random>.tmp``
+(``.model.pdparams.node1-p4026531836.4242-9f3a01bc.tmp``; ``<host>`` is the machine's name and,
+on Linux, its pid namespace), is flushed and fsynced, and replaces the target with
 ``os.replace``; the directory is then fsynced. A crash at any point leaves either the old file or
-the new one.
+the new one -- and the temporary file of a writer that was killed. The next write of the same
+path (``oar.save``, ``oar.jit.save``, any ``oar.utils.atomic_file``) removes those of its host's
+writers that no longer run: their pid runs no process, or it is this process's pid and no write
+of this process owns the file. A live writer's temporary file is never removed.
 
 oar writes the safetensors layout itself, streaming each tensor to the file, and reads files back
 through the safetensors library, which validates the layout; it is imported on first use, so
@@ -38,6 +47,7 @@ import collections
 import contextlib
 import json
 import os
+import re
 import zlib
 
 import numpy as np
@@ -50,6 +60,11 @@ from oar.errors import ArgumentError, SerializationError
 
 FORMAT = "oar.save"
 VERSION = 2  # the format version this oar writes, and the newest it reads (1 is read too)
+# The most containers (dicts, lists, tuples) oar.save nests, and oar.load reads: far more than any
+# state dict needs, few enough that saving and loading stay well inside Python's default recursion
+# limit of 1000 (json recurses once per bracket, up to three per container) from a deep call stack.
+MAX_DEPTH = 128
+_MAX_JSON_DEPTH = 3 * MAX_DEPTH + 1  # ``{"dict":[[key, <node>`` opens 3 brackets, a leaf such as {"tensor":null} 1
 
 # safetensors dtype codes oar reads and writes (what ``safetensors.numpy`` writes for these dtypes).
 _CODE_TO_NP = {
@@ -67,8 +82,12 @@ _NON_FINITE = {"nan": float("nan"), "inf": float("inf"), "-inf": float("-inf")}
 # save
 # ------------------------------------------------------------------------------------------
 def _where(path: tuple) -> str:
-    """``obj['state'][3]``: where a value sits in the saved object, for error messages."""
-    return "obj" + "".join(f"[{p!r}]" for p in path)
+    """``obj['state'][3]``: where a value sits in the saved object, for error messages (a long path
+    shows its first 8 and last 4 steps)."""
+    steps = [f"[{p!r}]" for p in path]
+    if len(steps) > 12:
+        steps[8:-4] = [f"...({len(steps) - 12} more)..."]
+    return "obj" + "".join(steps)
 
 
 def _path_entry(path: tuple) -> str:
@@ -121,7 +140,7 @@ class _Encoder:
                 return {"float": "nan" if obj != obj else ("inf" if obj > 0 else "-inf")}
             return obj
         if isinstance(obj, Tensor):
-            node = {"tensor": self.add_array(obj, obj.numpy(), path)}
+            node = {"tensor": self.add_array(obj, obj.numpy(copy=False), path)}
             if obj._name is not None:  # Paddle's load gives tensors their saved names back
                 node["name"] = obj._name
             return node
@@ -130,6 +149,10 @@ class _Encoder:
         if isinstance(obj, (dict, list, tuple)):
             if id(obj) in self.active:
                 raise SerializationError(f"oar.save: {_where(path)} contains itself; a saved object must be a tree")
+            if len(path) >= MAX_DEPTH:  # the container of ``path`` is one level below the last allowed
+                raise SerializationError(f"oar.save: {_where(path)} is nested more than {MAX_DEPTH} levels deep "
+                                         f"(dicts, lists and tuples), the most oar.save stores; flatten the "
+                                         f"object (a dict of 'a/b/c' keys, say)")
             self.active.add(id(obj))
             try:
                 if isinstance(obj, dict):
@@ -211,15 +234,69 @@ def _fsync_directory(directory: str) -> None:
         os.close(fd)
 
 
+_writing: set[str] = set()  # the temporary files that this process's atomic_file calls are writing now
+_TEMP_TAIL = re.compile(r"(\d{1,10})-[0-9a-f]{8}\.tmp")  # after the prefix: the writer's pid, a random part
+
+
+def _host_token() -> str:
+    """This machine, and on Linux its pid namespace, as a file-name part: a writer's pid means
+    something only where the writer ran."""
+    name = os.uname().nodename if hasattr(os, "uname") else os.environ.get("COMPUTERNAME", "")
+    token = re.sub(r"[^A-Za-z0-9_-]+", "_", name)[:40] or "host"
+    with contextlib.suppress(OSError):  # containers sharing a directory may share a host name, not their pids
+        token += "-p" + "".join(c for c in os.readlink("/proc/self/ns/pid") if c.isdigit())
+    return token
+
+
+def _temp_prefix(path, host: str | None = None) -> str:
+    """``.<name>.<host>.``: how the temporary files of ``path`` written on ``host`` begin."""
+    return f".{os.path.basename(path)[:150]}.{host or _host_token()}."  # 150: room left in a 255-byte name
+
+
+def _writer_is_gone(pid: int, tmp: str) -> bool:
+    if pid == os.getpid():  # a restarted container's job often gets the pid of the one that was killed
+        return tmp not in _writing
+    try:
+        os.kill(pid, 0)  # signal 0: only asks whether the process exists
+    except ProcessLookupError:
+        return True
+    except (OSError, OverflowError):  # PermissionError: another user's live process
+        pass
+    return False
+
+
+def _remove_stale_temporaries(directory: str, path: str) -> None:
+    """Remove the temporary files of ``path`` that writers of this host left when they were killed;
+    a live writer's (its pid runs, or an atomic_file of this process writes it) is kept."""
+    if os.name == "nt":  # os.kill(pid, 0) sends CTRL_C_EVENT there
+        return
+    prefixes = (_temp_prefix(path), f".{os.path.basename(path)[:150]}.")  # the second: oar 0.1's names, no host
+    with contextlib.suppress(OSError):
+        for entry in os.listdir(directory):
+            for prefix in prefixes:
+                match = _TEMP_TAIL.fullmatch(entry, len(prefix)) if entry.startswith(prefix) else None
+                tmp = os.path.join(directory, entry)
+                if match and _writer_is_gone(int(match.group(1)), tmp):
+                    with contextlib.suppress(OSError):  # another writer may be removing it too
+                        os.unlink(tmp)
+                    break
+
+
 @contextlib.contextmanager
 def atomic_file(path, mode: str = "wb", **open_kwargs):
     """``with atomic_file(path, "w", encoding="utf-8") as f:`` writes a temporary file beside
     ``path`` that, when the block ends without an error, is fsynced and renamed onto ``path``:
     readers (and a crash at any moment) see the old file or the new one, never half of one. On an
-    error the temporary file is removed and ``path`` is untouched."""
+    error the temporary file is removed and ``path`` is untouched.
+
+    The temporary file is ``.<name>.<host>.<pid>-<random>.tmp`` in ``path``'s directory; one left
+    by a writer that was killed is removed by the next ``atomic_file`` of ``path`` (see the
+    module's docstring)."""
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
-    tmp = os.path.join(directory, f".{os.path.basename(path)}.{os.getpid()}-{os.urandom(4).hex()}.tmp")
+    _remove_stale_temporaries(directory, path)
+    tmp = os.path.join(directory, f"{_temp_prefix(path)}{os.getpid()}-{os.urandom(4).hex()}.tmp")
+    _writing.add(tmp)
     try:
         with open(tmp, mode.replace("w", "x"), **open_kwargs) as f:
             yield f
@@ -230,6 +307,8 @@ def atomic_file(path, mode: str = "wb", **open_kwargs):
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+    finally:
+        _writing.discard(tmp)
     _fsync_directory(directory)
 
 
@@ -243,9 +322,11 @@ def save(obj, path, protocol: int = 4, **configs) -> None:
     (None, bool, int, float, str) -- to one file, as ``paddle.save``.
 
     The file is a safetensors file with the nesting as JSON in its metadata; nothing is pickled,
-    so ``oar.load`` cannot execute code. The write is atomic: a crash mid-save leaves the previous
-    file intact. ``path`` may also be a binary file object (``io.BytesIO``). ``protocol`` is
-    accepted for Paddle compatibility (2 to 4) and changes nothing.
+    so ``oar.load`` cannot execute code. Containers may nest 128 levels deep (``MAX_DEPTH``). The
+    write is atomic: a crash mid-save leaves the previous file intact, and a temporary file
+    ``.<name>.<host>.<pid>-<random>.tmp`` beside it, which the next save of ``path`` removes.
+    ``path`` may also be a binary file object (``io.BytesIO``). ``protocol`` is accepted for
+    Paddle compatibility (2 to 4) and changes nothing.
 
     >>> import oar, tempfile, os
     >>> path = os.path.join(tempfile.mkdtemp(), "model.pdparams")
@@ -330,13 +411,44 @@ def _read_metadata(header: dict, where: str) -> tuple[int, object, dict | list]:
             f"this oar reads format version {VERSION} and older: upgrade oar"
         )
     try:
-        structure = json.loads(metadata["structure"])
+        structure = json.loads(_cut_too_deep(metadata["structure"]))
         checksums = json.loads(metadata["crc32"])
     except (KeyError, TypeError, ValueError) as exc:
         raise SerializationError(f"{where}: oar.save's metadata is damaged ({type(exc).__name__}: {exc}): the file is corrupted") from None
     if not isinstance(checksums, dict if version < 2 else list):
         raise SerializationError(f"{where}: oar.save's checksum table is damaged: the file is corrupted")
     return version, structure, checksums
+
+
+# A JSON string (an unterminated one runs to the end, so nothing is scanned twice), or a bracket.
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*(?:"|$)')
+_JSON_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*(?:"|$)|[\[\]{}]')
+_CUT = '{"too deep":null}'  # what a value nested too deeply becomes; the decoder stops above it
+
+
+def _cut_too_deep(text):
+    """``text`` with each JSON value that opens past ``_MAX_JSON_DEPTH`` brackets replaced by
+    ``_CUT``, so ``json.loads`` never recurses deeper than a structure of ``MAX_DEPTH``
+    containers needs; the decoder then names the path where the file passes ``MAX_DEPTH``."""
+    if not isinstance(text, str):
+        return text  # json.loads raises TypeError: a damaged structure
+    codes = np.frombuffer(_JSON_STRING.sub("", text).encode(), np.uint8)  # UTF-8: no bracket byte inside a character
+    steps = ((codes == 91) | (codes == 123)).astype(np.int32) - ((codes == 93) | (codes == 125))
+    if not len(steps) or np.cumsum(steps).max() <= _MAX_JSON_DEPTH:
+        return text  # nearly every file: a regex and a cumulative sum, at C speed
+    parts, depth, start, last = [], 0, None, 0
+    for token in _JSON_TOKEN.finditer(text):
+        bracket = token.group()
+        if bracket[0] == '"':
+            continue
+        depth += 1 if bracket in "[{" else -1
+        if depth == _MAX_JSON_DEPTH + 1 and bracket in "[{" and start is None:
+            start = token.start()
+        elif depth == _MAX_JSON_DEPTH and start is not None:  # the cut value's closing bracket
+            parts += [text[last:start], _CUT]
+            start, last = None, token.end()
+    parts.append(text[last:] if start is None else text[last:start])  # an unclosed value: json says so
+    return "".join(parts)
 
 
 def _read_arrays(data: bytes, where: str) -> dict[str, np.ndarray]:
@@ -403,6 +515,10 @@ class _Decoder:
             raise self.bad(f"unexpected {type(node).__name__} node")
         kind = next(iter(node))
         value = node[kind]
+        if len(path) >= MAX_DEPTH and kind in ("dict", "odict", "list", "tuple"):
+            raise SerializationError(f"{self.where}: the saved structure nests more than {MAX_DEPTH} levels deep at "
+                                     f"{_where(path)}, deeper than oar.save writes: the file was not written by "
+                                     f"oar.save, or is corrupted")
         if kind in ("dict", "odict"):
             if not isinstance(value, list) or not all(isinstance(kv, list) and len(kv) == 2 for kv in value):
                 raise self.bad("a dict node is not a list of [key, value] pairs")
@@ -447,8 +563,9 @@ def load(path, **configs):
     for tensors too.
 
     A truncated, corrupted or foreign file (a pickle checkpoint, a safetensors file from another
-    tool, a file from a newer oar) raises ``oar.errors.SerializationError`` naming the path and
-    the problem; nothing in the file is ever executed.
+    tool, a file from a newer oar, one nested deeper than ``MAX_DEPTH``) raises
+    ``oar.errors.SerializationError`` naming the path and the problem; nothing in the file is ever
+    executed.
     """
     return_numpy = configs.pop("return_numpy", False)
     if configs:

@@ -33,7 +33,7 @@ class Node:
         self._out_data = out_data
         self._out_vcs = out_vcs
         self.out_meta = tuple([(o.shape, o.dtype) for o in out_data])
-        self.hooks = None  # {output index: [hook, ...]} for non-leaf tensors
+        self.hooks = None  # {output index: [(hook, weakref to the tensor), ...]} for non-leaf tensors
         self.retained = None  # {output index: tensor} for retain_grads()
         self.released = False
         self.needs_input_grad = tuple([not t.stop_gradient for t in inputs])

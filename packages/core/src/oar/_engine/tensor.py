@@ -36,8 +36,7 @@ class _HookHandle:
         self._hook = hook
 
     def remove(self) -> None:
-        if self._hook in self._hooks:
-            self._hooks.remove(self._hook)
+        self._hooks[:] = [h for h in self._hooks if h is not self._hook]  # by identity: == would compare tensors
 
 
 class Tensor:
@@ -62,16 +61,8 @@ class Tensor:
         self._init_from(src._data, src._backend, stop_gradient)
 
     def _init_from(self, data, backend, stop_gradient) -> None:
-        self._data = data
-        self._backend = backend
-        self.stop_gradient = stop_gradient
-        self._grad = None
-        self._node = None
-        self._out_index = 0
-        self._vc = None
-        self._hooks = None
-        self._name = None
-        self.persistable = False
+        self._data, self._backend, self.stop_gradient, self._out_index, self.persistable = data, backend, stop_gradient, 0, False
+        self._grad = self._node = self._vc = self._hooks = self._name = None
 
     @staticmethod
     def _wrap(data, backend, stop_gradient, node, out_index, vc) -> Tensor:
@@ -108,8 +99,7 @@ class Tensor:
         """The number of elements as a 0-d int64 tensor (``x.size`` is the same as an int)."""
         return _from_numpy(np.asarray(self._data.size, np.int64), self._backend)
 
-    def ndimension(self) -> int:
-        return self._data.ndim
+    ndimension = dim
 
     @property
     def dtype(self) -> _dt.DType:
@@ -148,28 +138,53 @@ class Tensor:
         return 0 if self._vc is None else self._vc[0]
 
     # -- conversion ---------------------------------------------------------------------------
-    def numpy(self) -> np.ndarray:
-        """The values as a numpy array (a copy for non-cpu devices)."""
+    def numpy(self, copy: bool = True) -> np.ndarray:
+        """The values as a new, writable numpy array, as Paddle's ``Tensor.numpy()``.
+
+        ``copy=False`` is the zero-copy path: a read-only view of a cpu tensor's buffer. It shows
+        later in-place changes of the tensor, and writing into it raises, since a write would
+        change values that autograd saved without it knowing. A device tensor's values are
+        copied to the host either way. ``np.asarray(t)`` gives the view (numpy's ``copy=None``:
+        no copy unless needed), ``np.array(t)`` a copy, and ``np.asarray(t, copy=False)`` raises
+        where only a copy can give the array asked for.
+
+        >>> import oar
+        >>> t = oar.to_tensor([1.0, 2.0])
+        >>> a = t.numpy()
+        >>> a[0] = 5.0  # a copy: the tensor keeps its values
+        >>> t.tolist(), t.numpy(copy=False).flags.writeable
+        ([1.0, 2.0], False)
+        """
+        a = self._values()
+        if self._backend != "cpu":  # to_numpy made the host's own copy
+            return a
+        a = a.copy() if copy else a.view()
+        a.setflags(write=copy)
+        return a
+
+    def _values(self) -> np.ndarray:
+        """The values on the host for oar's own reads (``item``, ``tolist``, printing, copies):
+        on cpu the buffer itself, so it must not be handed out."""
         if DATA_WATCHERS:
             DATA_WATCHERS[-1](self)
-        if self._backend == "cpu":
-            return self._data
-        return BACKENDS.get(self._backend).to_numpy(self._data)
+        return self._data if self._backend == "cpu" else BACKENDS.get(self._backend).to_numpy(self._data)
 
     def __array__(self, dtype=None, copy=None):
-        a = self.numpy()
-        if dtype is not None and a.dtype != np.dtype(dtype):
-            return a.astype(dtype)
-        return a.copy() if copy else a
+        a = self.numpy(copy=False)
+        cast = dtype is not None and a.dtype != np.dtype(dtype)
+        if copy is False and (cast or self._backend != "cpu"):  # numpy's rule: copy=False never copies
+            raise ValueError(f"numpy: a {self.dtype.name} tensor on {self.place} cannot be read as a "
+                             f"{np.dtype(dtype or a.dtype)} array without a copy (copy=False)")
+        return a.astype(dtype) if cast else a.copy() if copy else a
 
     def item(self, *index):
-        a = self.numpy()
+        a = self._values()
         if not index and a.size != 1:
             raise ArgumentError(f"item: only a tensor with one element converts to a Python scalar, this one has shape {self.shape}")
         return a.item(*index)
 
     def tolist(self):
-        return self.numpy().tolist()
+        return self._values().tolist()
 
     def __float__(self) -> float:
         return float(self.item())
@@ -202,7 +217,7 @@ class Tensor:
         indent = len("Tensor(")
         return (
             f"Tensor(shape={self.shape}, dtype={self.dtype.name}, place={self.place}, "
-            f"stop_gradient={self.stop_gradient},\n{' ' * indent}{format_values(self.numpy(), indent)})"
+            f"stop_gradient={self.stop_gradient},\n{' ' * indent}{format_values(self._values(), indent)})"
         )
 
     __str__ = __repr__
@@ -218,13 +233,13 @@ class Tensor:
                 "deepcopy: only leaf tensors can be deep-copied (this one was computed by op "
                 f"{self._node.op.name!r} and holds its graph); deep-copy x.detach() instead"
             )
-        t = _from_numpy(self.numpy().copy(), self._backend)
+        t = _from_numpy(self.numpy(), self._backend)
         t.stop_gradient = self.stop_gradient
         t.persistable = self.persistable
         if self._name is not None:
             t._name = f"{self._name}_deepcopy"
         if self._grad is not None:
-            t._grad = _from_numpy(self._grad.numpy().copy(), self._backend)
+            t._grad = _from_numpy(self._grad.numpy(), self._backend)
         memo[id(self)] = t
         return t
 
@@ -240,9 +255,7 @@ class Tensor:
             zeros = BACKENDS.get(grad._backend).zeros(tuple(grad._data.shape), grad._data.dtype)
             self._grad = Tensor._wrap(zeros, grad._backend, True, None, 0, None)
 
-    def clear_grad(self, set_to_zero: bool = True) -> None:
-        """The same as ``clear_gradient``."""
-        self.clear_gradient(set_to_zero)
+    clear_grad = clear_gradient  # Paddle's other name for it
 
     def gradient(self) -> np.ndarray | None:
         """The gradient as a numpy array, or None (Paddle's ``Tensor.gradient()``)."""
@@ -262,7 +275,16 @@ class Tensor:
     def register_hook(self, hook):
         """Call ``hook(grad)`` when this tensor's gradient is computed; a return value replaces it.
 
-        Returns a handle whose ``remove()`` unregisters the hook.
+        As in Paddle, the hook returns None (the gradient stays) or a tensor of the gradient's
+        shape and dtype; anything else is an error naming this tensor. Returns a handle whose
+        ``remove()`` unregisters the hook.
+
+        >>> import oar
+        >>> x = oar.to_tensor([1.0, 2.0], stop_gradient=False)
+        >>> handle = x.register_hook(lambda g: g * 10.0)
+        >>> (x * x).sum().backward()
+        >>> x.grad.tolist()
+        [20.0, 40.0]
         """
         if self.stop_gradient:
             raise GradientError("register_hook: cannot register a hook on a tensor with stop_gradient=True")
@@ -275,8 +297,8 @@ class Tensor:
             if node.hooks is None:
                 node.hooks = {}
             hooks = node.hooks.setdefault(self._out_index, [])
-        hooks.append(hook)
-        return _HookHandle(hooks, hook)
+        hooks.append((hook, weakref.ref(self)))  # a weakref: the node must not keep its outputs alive
+        return _HookHandle(hooks, hooks[-1])
 
     def retain_grads(self) -> None:
         """Keep the gradient of this non-leaf tensor in ``.grad`` after backward."""
@@ -312,7 +334,7 @@ class Tensor:
         [1.0, 2.0]
         """
         if isinstance(value, Tensor):
-            array = value.numpy()
+            array = value._values()
         elif isinstance(value, np.ndarray):
             array = value
         else:
@@ -364,9 +386,8 @@ def to_tensor(data, dtype=None, place=None, stop_gradient: bool = True) -> Tenso
         except DTypeError as exc:
             raise DTypeError(f"to_tensor: argument 'dtype': {exc}") from None
     if isinstance(data, Tensor):
-        array = data.numpy().copy()
-        if target is not None:
-            array = array.astype(target.np)
+        array = data._values()
+        array = array.astype(target.np if target is not None else array.dtype)  # astype copies
     else:
         if isinstance(data, (str, bytes)):
             raise ArgumentError(f"to_tensor: argument 'data' is a {type(data).__name__} ({data!r}); give numbers, a list, a numpy array or a Tensor")

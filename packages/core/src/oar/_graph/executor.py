@@ -35,6 +35,7 @@ from oar._engine.autograd import _set_grad_enabled
 from oar._engine.dispatch import dispatch as _dispatch
 from oar._engine.eager import resolve_kernel
 from oar._engine.inplace import apply_inplace
+from oar._engine.memory import allocation_error
 from oar._engine.registries import OPS
 from oar._engine.tensor import Tensor
 from oar._engine.threads import num_threads, run_in_parts
@@ -518,6 +519,9 @@ class Executor:
         shown = ", ".join(
             f"{_dt.NP_TO_DTYPE.get(env[self.slot[v]].dtype, env[self.slot[v]].dtype)}{list(env[self.slot[v]].shape)}"
             if env[self.slot[v]] is not None else "?" for v in node.inputs)
+        too_big = allocation_error(f"program op #{i} {node.op!r}", exc, detail=f"; inputs ({shown}), attributes {node.attrs}")
+        if too_big is not None:
+            return too_big
         return KernelError(f"program op #{i} {node.op!r} failed on inputs ({shown}) with attributes {node.attrs}: "
                            f"{type(exc).__name__}: {exc}")
 

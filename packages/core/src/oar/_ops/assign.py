@@ -30,7 +30,8 @@ def clone(x, name=None) -> Tensor:
     >>> import oar
     >>> x = oar.to_tensor([1.0, 2.0], stop_gradient=False)
     >>> y = x.clone()
-    >>> y.stop_gradient, y.numpy() is x.numpy()
+    >>> import numpy as np
+    >>> y.stop_gradient, np.shares_memory(y.numpy(copy=False), x.numpy(copy=False))
     (False, False)
     """
     return dispatch(assign_op, (as_tensor(x, "x", "clone"),), {})

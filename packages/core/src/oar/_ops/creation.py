@@ -16,11 +16,23 @@ import numpy as np
 from oar._engine import dtypes as _dt
 from oar._engine.device import current_device
 from oar._engine.device import place_backend as _place_backend
+from oar._engine.memory import allocation_error
 from oar._engine.op import Op
 from oar._engine.registries import BACKENDS
 from oar._engine.tensor import Tensor
 from oar._ops._common import TensorMeta, as_tensor, dispatch
 from oar.errors import ArgumentError, DTypeError
+
+
+def _allocate(fn: str, shape: list[int], d: _dt.DType, make) -> np.ndarray:
+    """``make()``; numpy failing to allocate its array of ``shape`` is an oar error naming ``fn``."""
+    try:
+        return make()
+    except (MemoryError, ValueError) as exc:
+        err = allocation_error(fn, exc, shape, d)
+        if err is None:
+            raise
+        raise err from exc
 
 
 def _make(array: np.ndarray, place=None, stop_gradient: bool = True) -> Tensor:
@@ -98,7 +110,8 @@ def zeros(shape, dtype=None, name=None) -> Tensor:
     >>> oar.zeros([2, 3]).shape
     [2, 3]
     """
-    return _make(np.zeros(shape_arg(shape, "zeros"), dtype_arg(dtype, "zeros").np))
+    dims, d = shape_arg(shape, "zeros"), dtype_arg(dtype, "zeros")
+    return _make(_allocate("zeros", dims, d, lambda: np.zeros(dims, d.np)))
 
 
 def ones(shape, dtype=None, name=None) -> Tensor:
@@ -108,7 +121,8 @@ def ones(shape, dtype=None, name=None) -> Tensor:
     >>> oar.ones([2], dtype="int32").tolist()
     [1, 1]
     """
-    return _make(np.ones(shape_arg(shape, "ones"), dtype_arg(dtype, "ones").np))
+    dims, d = shape_arg(shape, "ones"), dtype_arg(dtype, "ones")
+    return _make(_allocate("ones", dims, d, lambda: np.ones(dims, d.np)))
 
 
 def full(shape, fill_value, dtype=None, name=None) -> Tensor:
@@ -124,7 +138,8 @@ def full(shape, fill_value, dtype=None, name=None) -> Tensor:
     dims = shape_arg(shape, "full")
     raw = _scalar_arg(fill_value, "full", "fill_value")
     d = dtype_arg(dtype, "full", default=_dt.bool_ if isinstance(raw, bool) else None)
-    return _make(np.full(dims, _fill_arg(raw, d, "full"), d.np))
+    value = _fill_arg(raw, d, "full")
+    return _make(_allocate("full", dims, d, lambda: np.full(dims, value, d.np)))
 
 
 def empty(shape, dtype=None, name=None) -> Tensor:
@@ -134,7 +149,8 @@ def empty(shape, dtype=None, name=None) -> Tensor:
     >>> oar.empty([2, 3]).shape
     [2, 3]
     """
-    return _make(np.empty(shape_arg(shape, "empty"), dtype_arg(dtype, "empty").np))
+    dims, d = shape_arg(shape, "empty"), dtype_arg(dtype, "empty")
+    return _make(_allocate("empty", dims, d, lambda: np.empty(dims, d.np)))
 
 
 def eye(num_rows, num_columns=None, dtype=None, name=None) -> Tensor:
@@ -146,7 +162,8 @@ def eye(num_rows, num_columns=None, dtype=None, name=None) -> Tensor:
     """
     rows = shape_arg([_scalar_arg(num_rows, "eye", "num_rows")], "eye")[0]
     cols = rows if num_columns is None else shape_arg([_scalar_arg(num_columns, "eye", "num_columns")], "eye")[0]
-    return _make(np.eye(rows, cols, dtype=dtype_arg(dtype, "eye").np))
+    d = dtype_arg(dtype, "eye")
+    return _make(_allocate("eye", [rows, cols], d, lambda: np.eye(rows, cols, dtype=d.np)))
 
 
 def arange(start=0, end=None, step=1, dtype=None, name=None) -> Tensor:
@@ -178,7 +195,7 @@ def arange(start=0, end=None, step=1, dtype=None, name=None) -> Tensor:
         size = (abs(int(hi) - int(lo)) + abs(int(st)) - 1) // abs(int(st))
     else:
         size = int(math.ceil(abs((float(hi) - float(lo)) / float(st))))
-    return _make((lo + np.arange(size).astype(d.np) * st).astype(d.np))
+    return _make(_allocate("arange", [size], d, lambda: (lo + np.arange(size).astype(d.np) * st).astype(d.np)))
 
 
 def linspace(start, stop, num, dtype=None, name=None) -> Tensor:
@@ -198,10 +215,13 @@ def linspace(start, stop, num, dtype=None, name=None) -> Tensor:
     hi = float(np.asarray(_scalar_arg(stop, "linspace", "stop")).astype(d.np))
     if num == 1:
         return _make(np.asarray([lo]).astype(d.np))
-    i = np.arange(num, dtype=np.float64)
-    step = (hi - lo) / max(num - 1, 1)
-    values = np.where(i < num // 2, lo + step * i, hi - step * (num - 1 - i))
-    return _make(values.astype(d.np))
+
+    def values() -> np.ndarray:
+        i = np.arange(num, dtype=np.float64)
+        step = (hi - lo) / max(num - 1, 1)
+        return np.where(i < num // 2, lo + step * i, hi - step * (num - 1 - i)).astype(d.np)
+
+    return _make(_allocate("linspace", [num], d, values))
 
 
 # -- full_like: zeros_like, ones_like, full_like, empty_like ----------------------------------

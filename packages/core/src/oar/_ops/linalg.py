@@ -21,11 +21,12 @@ from oar._ops._common import (
     dispatch,
     fmt_shape,
 )
+from oar._ops.creation import eye
 from oar._ops.elementwise import cast
 from oar._ops.reduction import sum as _sum
 from oar._ops.reduction import unbroadcast
 from oar._ops.shape import broadcast_to, reshape_to
-from oar.errors import ArgumentError, GradientError, ShapeError
+from oar.errors import ArgumentError, ShapeError
 
 # numpy's float16 products accumulate in float16 and bfloat16 matmul returns float32: compute
 # both in float32 (the dispatcher casts back). Bool has no matrix product in Paddle.
@@ -349,30 +350,40 @@ def _einsum_grad(ctx, g):
         if not ctx.needs_input_grad[i]:
             grads.append(None)
             continue
-        if len(set(term)) != len(term):
-            raise GradientError(
-                f"einsum: cannot differentiate operand {i} of {equation!r}: its term {term!r} repeats a label "
-                f"(a trace or diagonal); write it with oar.diagonal/oar.trace, or stop the gradient of that operand"
-            )
+        # The gradient over operand i's distinct labels; a repeated one (a diagonal, a trace) then
+        # puts it on that diagonal.
+        unique = "".join(dict.fromkeys(term))
+        own = [ctx.in_shapes[i][term.index(c)] for c in unique]  # operand i's size of each label
         others = [j for j in range(len(terms)) if j != i]
         reachable = set(out).union(*(terms[j] for j in others))
-        kept = "".join(c for c in term if c in reachable)
+        kept = "".join(c for c in unique if c in reachable)
         if others or kept != out:
             sub = ",".join([out] + [terms[j] for j in others]) + "->" + kept
             grad = dispatch(einsum_op, (g, *(inputs[j] for j in others)), {"equation": sub})
         else:
             grad = g
         # Labels only operand i had were summed away: the gradient is constant along them.
-        shape = ctx.in_shapes[i]
         sizes = dict(zip(kept, grad.shape))
-        grad = reshape_to(grad, [sizes.get(c, 1) for c in term])
-        summed = [k for k, c in enumerate(term) if shape[k] == 1 and sizes.get(c, 1) != 1]
+        grad = reshape_to(grad, [sizes.get(c, 1) for c in unique])
+        summed = [k for k, c in enumerate(unique) if own[k] == 1 and sizes.get(c, 1) != 1]
         if summed:  # operand i broadcast along these labels
             grad = _sum(grad, axis=summed, keepdim=True)
-        if tuple(grad.shape) != tuple(shape):
-            grad = broadcast_to(grad, list(shape))
+        if tuple(grad.shape) != tuple(own):
+            grad = broadcast_to(grad, own)
+        if len(unique) != len(term):  # fresh labels: the letters the equation leaves unused
+            grad = _onto_diagonals(grad, unique, term, own, iter(c for c in LABELS if c not in equation))
         grads.append(_as_input_dtype(grad, inputs[i]))
     return tuple(grads)
+
+
+def _onto_diagonals(grad: Tensor, unique: str, term: str, own: list, fresh) -> Tensor:
+    """``grad`` over the distinct labels of ``term`` as a tensor over ``term``: zero off the
+    diagonals its repeated labels name. Each repeat gets a fresh label tied to the first by an
+    identity matrix, in one einsum (so differentiable again)."""
+    labels = [next(fresh) if c in term[:k] else c for k, c in enumerate(term)]
+    repeats = [(c + f, own[unique.index(c)]) for c, f in zip(term, labels) if c != f]  # (its term, its size)
+    sub = ",".join([unique] + [t for t, _ in repeats]) + "->" + "".join(labels)
+    return dispatch(einsum_op, (grad, *(eye(n, dtype=grad.dtype) for _, n in repeats)), {"equation": sub})
 
 
 def einsum(equation: str, *operands) -> Tensor:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import builtins
 import math
+import warnings
 
 import numpy as np
 
@@ -396,10 +397,8 @@ def argmin(x, axis=None, keepdim=False, dtype="int64", name=None) -> Tensor:
 
 # -- var, std -----------------------------------------------------------------------------------
 def _divisor(count: int, unbiased: bool) -> int:
-    # Paddle divides by N - 1 when unbiased, but by 1 when N <= 1 (so var of one element is 0).
-    if unbiased:
-        return count - 1 if count > 1 else 1
-    return count
+    # N - 1 when unbiased; 0 when that is <= 0, so that 0 / 0 gives NaN (numpy, Paddle 3), not 0.
+    return builtins.max(count - 1, 0) if unbiased else count
 
 
 def _var_kernel(x, axis=None, unbiased=True, keepdim=False):
@@ -418,7 +417,7 @@ def _centered_over_divisor(ctx) -> Tensor:
     (x,) = ctx.inputs
     axis = ctx.attrs["axis"]
     divisor = _divisor(_count(ctx.in_shapes[0], axis), ctx.attrs["unbiased"])
-    return (x - dispatch(mean_op, (x,), {"axis": axis, "keepdim": True})) / float(divisor)
+    return (x - dispatch(mean_op, (x,), {"axis": axis, "keepdim": True})) * (1.0 / divisor if divisor else math.nan)
 
 
 var_op = Op(
@@ -448,11 +447,14 @@ def _std_grad(ctx, g):
 def _moment(op: Op, x, axis, unbiased, keepdim) -> Tensor:
     x = as_tensor(x, "x", op.name)
     attrs = {"axis": reduce_axes(axis, x._data.ndim, op.name), "unbiased": bool(unbiased), "keepdim": bool(keepdim)}
+    if attrs["unbiased"] and _count(x._data.shape, attrs["axis"]) <= 1:  # NaN, and Paddle 3 warns too
+        warnings.warn(f"{op.name}: degrees of freedom <= 0 (unbiased, at most one element along axis {list(attrs['axis'] or range(x._data.ndim))} of x {list(x._data.shape)}): the result is NaN", stacklevel=3)  # noqa: E501
     return dispatch(op, (x,), attrs)
 
 
 def var(x, axis=None, unbiased=True, keepdim=False, name=None) -> Tensor:
-    """Variance over ``axis``; ``unbiased=True`` divides by N - 1 (by 1 when N is 1, as Paddle).
+    """Variance over ``axis``; ``unbiased=True`` divides by N - 1, so N <= 1 gives NaN (with a
+    warning), as Paddle 3 and numpy.
 
     >>> import oar
     >>> x = oar.to_tensor([[1.0, 2.0, 3.0], [1.0, 4.0, 5.0]])

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import builtins
 import math
+import sys
 
 import numpy as np
 
@@ -104,14 +105,17 @@ def resolve_reshape(op: str, in_shape, shape, copy_zeros: bool = True) -> tuple:
         raise ShapeError(f"{op}: at most one dimension of shape may be -1, got {shape}")
     if any(d is None for d in in_shape) or any(d is None for d in out):
         return tuple(out)
-    total = int(np.prod(in_shape, dtype=np.int64))
+    total = math.prod(in_shape)  # Python ints: np.prod's int64 wraps, and [2**32, 2**32] would "fit" 0 elements
     if -1 in out:
-        known = int(np.prod([d for d in out if d != -1], dtype=np.int64))
+        known = math.prod([d for d in out if d != -1])
         if known == 0 or total % known:
             raise ShapeError(f"{op}: cannot reshape a tensor of shape {fmt_shape(in_shape)} ({total} elements) to {shape}")
         out[out.index(-1)] = total // known
-    elif int(np.prod(out, dtype=np.int64)) != total:
+    elif math.prod(out) != total:
         raise ShapeError(f"{op}: cannot reshape a tensor of shape {fmt_shape(in_shape)} ({total} elements) to {shape}")
+    if total == 0 and math.prod(d for d in out if d) > sys.maxsize:  # numpy refuses it, 0 elements or not
+        raise ShapeError(f"{op}: shape {fmt_shape(out)} is more than an array can address: its non-zero dimensions "
+                         f"multiply past {sys.maxsize:,}")
     return tuple(out)
 
 

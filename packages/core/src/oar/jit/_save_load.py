@@ -17,8 +17,6 @@ from __future__ import annotations
 import json
 import os
 
-import numpy as np
-
 from oar._engine.registries import OPS
 from oar._engine.serialization import atomic_file
 from oar._engine.serialization import load as oar_load
@@ -134,7 +132,7 @@ def save(layer, path: str, input_spec=None, **configs) -> None:
     }
     json.dumps(document, allow_nan=False)  # fails here, before any file is written
     state = {
-        "params": {name: np.asarray(t.numpy()) for name, t in program.param_tensors.items()},
+        "params": {name: t.numpy(copy=False) for name, t in program.param_tensors.items()},
         "constants": dict(program.constant_data),
     }
     oar_save(state, path + PARAMS_SUFFIX)

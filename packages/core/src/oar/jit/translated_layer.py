@@ -178,7 +178,7 @@ class CoreTranslatedLayer(_TranslatedMixin):
             raise ArgumentError(f"set_state_dict: missing keys {missing}, unexpected keys {unexpected}")
         for name, value in state_dict.items():
             target = self._state[name]
-            array = np.asarray(value.numpy() if isinstance(value, Tensor) else value, dtype=target._data.dtype)
+            array = np.asarray(value.numpy(copy=False) if isinstance(value, Tensor) else value, dtype=target._data.dtype)
             if list(array.shape) != target.shape:
                 raise ArgumentError(f"set_state_dict: {name}: got shape {list(array.shape)}, expected {target.shape}")
             target._set_buffer(array.copy())

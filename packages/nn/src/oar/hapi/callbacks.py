@@ -449,7 +449,7 @@ class EarlyStopping(Callback):
             self.best_epoch = self.stopped_epoch
             self.wait_epoch = 0
             if self.save_best_model:
-                self.best_weights = {k: v.numpy().copy() for k, v in self.model.network.state_dict().items()}
+                self.best_weights = {k: v.numpy() for k, v in self.model.network.state_dict().items()}
                 if self.save_dir is not None:
                     self.model.save(os.path.join(self.save_dir, "best_model"))
         else:

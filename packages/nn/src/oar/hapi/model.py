@@ -218,7 +218,7 @@ class Model:
         with oar.no_grad():
             for metric in self._metrics:
                 states = _to_list(metric.compute(*outputs, *labels))
-                states = [s.numpy() if isinstance(s, Tensor) else s for s in states]
+                states = [s.numpy(copy=False) if isinstance(s, Tensor) else s for s in states]
                 results.append(metric.update(*states))
         return results
 

@@ -13,11 +13,15 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from oar import Tensor
+from oar import Tensor, stack
+from oar.errors import ShapeError
 
 
 def default_collate_fn(batch: Sequence):
     """Stack a list of samples into one batch, field by field.
+
+    Samples whose arrays differ in shape are a ``ShapeError`` naming the field and the shapes
+    (``field 0: samples 0..3 have [3, 32, 32], sample 4 has [3, 28, 28]``).
 
     >>> import numpy as np
     >>> from oar.io import default_collate_fn
@@ -26,29 +30,62 @@ def default_collate_fn(batch: Sequence):
     >>> batch["image"].shape, batch["label"]
     ((2, 3, 2), array([1, 4]))
     """
-    sample = batch[0]
-    if isinstance(sample, np.ndarray):
-        return np.stack(batch, axis=0)
-    if isinstance(sample, Tensor):
-        from oar import stack
+    return _collate(batch, ())
 
-        return stack(list(batch), axis=0)
+
+def _field(path: tuple) -> str:
+    """``field 0: ``, ``field 'image': ``, ``field 1['w']: `` (nothing for the samples themselves)."""
+    return f"field {path[0]!r}" + "".join(f"[{p!r}]" for p in path[1:]) + ": " if path else ""
+
+
+def _stack(batch: list, path: tuple):
+    try:
+        if isinstance(batch[0], np.ndarray):
+            return np.stack(batch, axis=0)
+        return stack(batch, axis=0)
+    except (ValueError, TypeError):
+        shapes = [list(s.shape) if hasattr(s, "shape") else f"no shape ({type(s).__name__})" for s in batch]
+        odd = next((i for i, s in enumerate(shapes) if s != shapes[0]), None)
+        if odd is None:
+            raise  # not a shape mismatch: numpy's or oar's own error says what is wrong
+        have = "sample 0 has" if odd == 1 else f"samples 0..{odd - 1} have"
+        raise ShapeError(f"default_collate_fn: {_field(path)}{have} {shapes[0]}, sample {odd} has {shapes[odd]}; "
+                         f"the samples of a batch must have one shape in each field (resize or pad them, or give "
+                         f"the DataLoader a collate_fn)") from None
+
+
+def _collate(batch: Sequence, path: tuple):
+    sample = batch[0]
+    if isinstance(sample, (np.ndarray, Tensor)):
+        return _stack(list(batch), path)
     if isinstance(sample, (numbers.Number, np.generic)) and not isinstance(sample, (str, bytes)):
         return np.array(batch)
     if isinstance(sample, (str, bytes)):
         return list(batch)
     if isinstance(sample, Mapping):
-        return {key: default_collate_fn([s[key] for s in batch]) for key in sample}
+        for i, s in enumerate(batch):
+            missing = next((key for key in sample if key not in s), None) if isinstance(s, Mapping) else None
+            if missing is not None:
+                raise KeyError(_Message(f"default_collate_fn: {_field(path)}sample {i} has no key {missing!r}, "
+                                        f"which sample 0 has"))
+        return {key: _collate([s[key] for s in batch], (*path, key)) for key in sample}
     if isinstance(sample, Sequence):
         width = len(sample)
         for i, s in enumerate(batch):
             if not isinstance(s, Sequence) or len(s) != width:
-                raise RuntimeError(f"default_collate_fn: sample 0 has {width} fields but sample {i} has "
+                raise RuntimeError(f"default_collate_fn: {_field(path)}sample 0 has {width} fields but sample {i} has "
                                    f"{len(s) if isinstance(s, Sequence) else type(s).__name__}; the samples of "
                                    f"a batch must have the same number of fields")
-        return [default_collate_fn(list(fields)) for fields in zip(*batch)]
-    raise TypeError(f"default_collate_fn: a sample may hold numpy arrays, Tensors, numbers, strings, dicts and "
-                    f"lists, got {type(sample).__name__}")
+        return [_collate(list(fields), (*path, i)) for i, fields in enumerate(zip(*batch))]
+    raise TypeError(f"default_collate_fn: {_field(path)}a sample may hold numpy arrays, Tensors, numbers, strings, "
+                    f"dicts and lists, got {type(sample).__name__}")
+
+
+class _Message(str):
+    """A message whose repr is itself, so that ``KeyError(message)`` prints its lines."""
+
+    def __repr__(self) -> str:
+        return str(self)
 
 
 def default_convert_fn(batch):
@@ -89,7 +126,7 @@ def flatten_batch(batch) -> tuple[object, list[np.ndarray]]:
 
     def walk(node):
         if isinstance(node, Tensor):
-            node = node.numpy()
+            node = node.numpy(copy=False)
         if isinstance(node, np.ndarray):
             arrays.append(node)
             return _Slot(len(arrays) - 1)

@@ -11,6 +11,7 @@ workers and unlinks every shared-memory block still in flight.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import itertools
 import multiprocessing
@@ -31,7 +32,7 @@ from oar.io import _shared_memory as shm
 from oar.io._collate import restore_batch, to_output
 from oar.io._dataset import IterableDataset
 from oar.io._sampler import BatchSampler, RandomSampler, SequenceSampler
-from oar.io._worker import Exhausted, Fetcher, WorkerConfig, worker_loop
+from oar.io._worker import Exhausted, Fetcher, FetchError, WorkerConfig, rebuild, worker_loop
 from oar.ops import NP_TO_DTYPE, Tensor, place_backend
 
 _JOIN_SECONDS = 2.0  # how long a stopping worker may take to leave before it is terminated
@@ -237,6 +238,9 @@ class _SingleProcessIter:
         except Exhausted:
             self._done = True
             raise StopIteration from None
+        except FetchError as exc:
+            error = exc.error
+            raise rebuild(type(error), f"DataLoader: {exc.where} raised {type(error).__qualname__}: {error}") from error
         return self._output(batch, owned=self._owned)
 
     def __len__(self) -> int:
@@ -256,19 +260,13 @@ def _describe_exit(code: int | None) -> str:
     return f"exited with code {code}"
 
 
-class _Message(str):
-    """A message whose repr is itself, so that ``KeyError(message)`` prints its lines."""
-
-    def __repr__(self) -> str:
-        return str(self)
-
-
 def _worker_exception(payload: dict) -> BaseException:
     """The worker's exception, re-created in the parent with the worker's traceback in its
-    message; a RuntimeError when its type cannot be re-created from a message."""
-    text = _Message(f"DataLoader worker {payload['worker_id']} (pid {payload['pid']}) raised "
-                    f"{payload['qualname']}: {payload['message']}\n\nTraceback in the worker:\n"
-                    f"{payload['traceback'].rstrip()}")
+    message (a RuntimeError when its type cannot be re-created from a message), the worker's
+    exception itself as its ``__cause__`` when it unpickles."""
+    where = f": {payload['where']} raised" if payload.get("where") else " raised"
+    text = (f"DataLoader worker {payload['worker_id']} (pid {payload['pid']}){where} {payload['qualname']}: "
+            f"{payload['message']}\n\nTraceback in the worker:\n{payload['traceback'].rstrip()}")
     kind = None
     try:
         kind = importlib.import_module(payload["module"])
@@ -276,12 +274,11 @@ def _worker_exception(payload: dict) -> BaseException:
             kind = getattr(kind, part)
     except Exception:
         kind = None
-    if isinstance(kind, type) and issubclass(kind, Exception):
-        try:
-            return kind(text)
-        except Exception:
-            pass
-    return RuntimeError(text)
+    error = rebuild(kind, text)
+    if payload.get("pickled") is not None:
+        with contextlib.suppress(Exception):  # a class the parent cannot import, say
+            error.__cause__ = pickle.loads(payload["pickled"])
+    return error
 
 
 class _WorkerPool:

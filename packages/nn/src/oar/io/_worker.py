@@ -4,14 +4,16 @@ A worker receives tasks ``(generation, task index, indices)`` on its own pipe (a
 to a local queue as they arrive, so the parent's send never blocks), computes the whole
 batch (fetch, collate), writes its arrays to shared memory and answers on its result pipe with
 ``(generation, task index, kind, payload)``, kind being ``"batch"``, ``"end"`` (its copy of an
-IterableDataset is exhausted) or ``"error"`` (the exception's type and formatted traceback). It
-ignores SIGINT (Ctrl-C is the parent's to handle) and leaves when told (``None`` on the task
+IterableDataset is exhausted) or ``"error"`` (the exception's type, message and formatted
+traceback, the exception itself pickled when it can be, and which sample or batch it came from).
+It ignores SIGINT (Ctrl-C is the parent's to handle) and leaves when told (``None`` on the task
 pipe, or the shared generation set to -1) or when its parent has died.
 """
 
 from __future__ import annotations
 
 import os
+import pickle
 import queue
 import random
 import signal
@@ -20,7 +22,7 @@ import traceback
 
 import numpy as np
 
-from oar.io._collate import default_collate_fn, default_convert_fn, flatten_batch
+from oar.io._collate import _Message, default_collate_fn, default_convert_fn, flatten_batch
 from oar.io._shared_memory import ArrayWriter, release
 
 _POLL_SECONDS = 0.1  # how often an idle worker checks that its parent is alive
@@ -71,6 +73,38 @@ class Exhausted(Exception):
     """The IterableDataset has no (complete) batch left."""
 
 
+class FetchError(Exception):
+    """``dataset[index]`` or the collate function raised ``error``; ``where`` says which
+    (``dataset[13]``, ``collate_fn on dataset[12, 13, 14, 15]``), for the message the user sees."""
+
+    def __init__(self, where: str, error: Exception):
+        super().__init__(where, error)
+        self.where, self.error = where, error
+
+
+def _index(index):
+    return index.item() if isinstance(index, np.generic) else index  # dataset[3], not dataset[np.int64(3)]
+
+
+def _indices(indices) -> str:
+    shown = ", ".join(repr(_index(i)) for i in indices[:8])
+    return f"dataset[{shown}{', ...' if len(indices) > 8 else ''}]"
+
+
+def rebuild(kind, text: str) -> Exception:
+    """An exception of type ``kind`` whose message is ``text``; a RuntimeError when ``kind`` cannot
+    be made from a message alone."""
+    text = _Message(text)
+    if isinstance(kind, type) and issubclass(kind, Exception):
+        try:
+            error = kind(text)
+            if text in str(error):
+                return error
+        except Exception:
+            pass
+    return RuntimeError(text)
+
+
 class Abandoned(Exception):
     """The parent moved on (new epoch or shutdown) while this batch was being loaded."""
 
@@ -109,13 +143,22 @@ class Fetcher:
                 raise Exhausted
             return self.collate_fn(samples)
         if not self.auto_collate:
-            return self.collate_fn(self.dataset[task])
+            return self.collate_fn(self._sample(task))
         samples = []
         for index in task:
             if not keep_going():
                 raise Abandoned
-            samples.append(self.dataset[index])
-        return self.collate_fn(samples)
+            samples.append(self._sample(index))
+        try:
+            return self.collate_fn(samples)
+        except Exception as exc:
+            raise FetchError(f"collate_fn on {_indices(task)}", exc) from exc
+
+    def _sample(self, index):
+        try:
+            return self.dataset[index]
+        except Exception as exc:
+            raise FetchError(f"dataset[{_index(index)!r}]", exc) from exc
 
 
 class WorkerConfig:
@@ -140,10 +183,18 @@ def _seed_everything(seed: int, worker_id: int) -> None:
 
 
 def error_payload(worker_id: int, exc: BaseException) -> dict:
+    where = None
+    if isinstance(exc, FetchError):
+        where, exc = exc.where, exc.error
     kind = type(exc)
+    try:
+        pickled = pickle.dumps(exc)  # the parent makes it the __cause__ of the exception it raises
+    except Exception:
+        pickled = None
     return {
         "worker_id": worker_id, "pid": os.getpid(), "module": kind.__module__, "qualname": kind.__qualname__,
         "message": str(exc), "traceback": "".join(traceback.format_exception(kind, exc, exc.__traceback__)),
+        "where": where, "pickled": pickled,
     }
 
 

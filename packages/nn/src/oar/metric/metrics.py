@@ -18,7 +18,7 @@ from oar.errors import ArgumentError, ShapeError
 
 def _to_numpy(value, what: str) -> np.ndarray:
     if isinstance(value, oar.Tensor):
-        return np.asarray(value.numpy())
+        return value.numpy(copy=False)
     if isinstance(value, (np.ndarray, np.generic, list, tuple, int, float)):
         return np.asarray(value)
     raise ArgumentError(f"{what}: expected a numpy ndarray or an oar.Tensor, got {type(value).__name__}")

@@ -250,7 +250,7 @@ class Assign(Initializer):
 
     def __init__(self, value, name=None):
         if isinstance(value, Tensor):
-            value = value.numpy()
+            value = value.numpy(copy=False)
         self.value = np.array(value)
         if self.value.dtype.kind not in "biuf" and self.value.dtype.name != "bfloat16":
             raise ArgumentError(f"Assign: value must hold numbers, got {self.value.dtype} values")

@@ -25,7 +25,7 @@ class Parameter(Tensor):
 
     def __init__(self, data, name: str | None = None, trainable: bool = True, learning_rate: float = 1.0,
                  regularizer=None, need_clip: bool = True):
-        array = data.numpy() if isinstance(data, Tensor) else np.asarray(data)
+        array = data._data if isinstance(data, Tensor) else np.asarray(data)  # a Tensor's buffer is taken over, not copied
         backend = data._backend if isinstance(data, Tensor) else "cpu"
         self._init_from(array if isinstance(data, Tensor) else array.copy(), backend, not trainable)
         self.persistable = True
@@ -47,7 +47,7 @@ class Parameter(Tensor):
         return "Parameter containing:\n" + super().__repr__()
 
     def __deepcopy__(self, memo):
-        p = Parameter(self.numpy().copy(), name=self._name, trainable=self.trainable,
+        p = Parameter(self.numpy(), name=self._name, trainable=self.trainable,
                       learning_rate=self.optimize_attr["learning_rate"], regularizer=self.regularizer,
                       need_clip=self.need_clip)
         p.stop_gradient = self.stop_gradient

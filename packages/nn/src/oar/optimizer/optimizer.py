@@ -83,14 +83,14 @@ def _new_array(data: np.ndarray, backend: str):
 
 def _as_numpy(value, key: str) -> np.ndarray:
     if isinstance(value, Tensor):
-        return np.array(value.numpy())
+        return value.numpy()
     if isinstance(value, (np.ndarray, np.generic, int, float, list)):
         return np.array(value)
     raise ArgumentError(f"set_state_dict: the value of {key!r} is a {type(value).__name__}, expected a Tensor")
 
 
 def _snapshot(t: Tensor) -> Tensor:
-    return oar.to_tensor(t.numpy(), place=t.place)  # to_tensor copies
+    return oar.to_tensor(t.numpy(copy=False), place=t.place)  # to_tensor copies
 
 
 def _same_shape(found: tuple, expected: tuple) -> bool:
@@ -432,7 +432,7 @@ class Optimizer:
 
     @staticmethod
     def _write(tensor: Tensor, array: np.ndarray) -> None:
-        array = array.astype(tensor.numpy().dtype).reshape(tensor.shape)
+        array = array.astype(tensor.dtype.np).reshape(tensor.shape)
         if tensor._backend == "cpu":
             tensor._data[...] = array
         else:

@@ -130,7 +130,7 @@ def check_parity(layer, model_prefix: str, inputs, *, rtol: float | None = None,
     """
     config = (config or Config(model_prefix)).copy()
     predictor = create_predictor(config)
-    arrays = [np.asarray(x.numpy() if isinstance(x, oar.Tensor) else x) for x in inputs]
+    arrays = [np.asarray(x.numpy(copy=False) if isinstance(x, oar.Tensor) else x) for x in inputs]
     runner = predictor._runner
     captured = Executor(runner.layer.program(), runner.place)
     got = [t.numpy() for t in predictor.run(arrays)]  # first: it checks the inputs against the saved spec

@@ -113,7 +113,7 @@ class Tensor:
         """Feed ``data`` (a numpy array of the input's dtype and a shape the spec allows)."""
         if not self._is_input:
             raise ArgumentError(f"output {self.name()!r}: copy_from_cpu is for input handles")
-        array = np.asarray(data.numpy() if isinstance(data, oar.Tensor) else data)
+        array = np.asarray(data.numpy(copy=False) if isinstance(data, oar.Tensor) else data)
         if self._shape is not None and list(array.shape) != self._shape:
             raise ArgumentError(f"input {self.name()!r}: copy_from_cpu got shape {list(array.shape)} after "
                                 f"reshape({self._shape}); give data of the reshaped shape or reshape again")
@@ -122,7 +122,7 @@ class Tensor:
 
     def share_external_data(self, tensor) -> None:
         """Feed an ``oar.Tensor`` (or array) without copying it."""
-        array = np.asarray(tensor.numpy() if isinstance(tensor, oar.Tensor) else tensor)
+        array = np.asarray(tensor.numpy(copy=False) if isinstance(tensor, oar.Tensor) else tensor)
         check_input(self._spec, array)
         self._shape, self._data = None, array
 
@@ -227,7 +227,7 @@ class Predictor:
                                 f"got {len(inputs)}")
         arrays = []
         for check, x in zip(self._checks, inputs):
-            array = np.asarray(x.numpy() if isinstance(x, oar.Tensor) else x)
+            array = np.asarray(x.numpy(copy=False) if isinstance(x, oar.Tensor) else x)
             check(array)
             arrays.append(array)
         return [oar.to_tensor(a) for a in self._run_arrays(arrays)]

@@ -88,7 +88,7 @@ def _flatten(outputs) -> np.ndarray | None:
         outputs = list(outputs.values())
     elif not isinstance(outputs, (tuple, list)):
         return None
-    arrays = [t.numpy() for t in outputs if isinstance(t, Tensor)]
+    arrays = [t.numpy(copy=False) for t in outputs if isinstance(t, Tensor)]
     parts = [a.astype(np.float64).reshape(-1) for a in arrays if np.issubdtype(a.dtype, np.floating)]
     return np.concatenate(parts) if parts else None
 

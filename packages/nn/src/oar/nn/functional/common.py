@@ -176,13 +176,13 @@ def bilinear(x1, x2, weight, bias=None, name=None) -> Tensor:
 _DROPOUT_MODES = ("upscale_in_train", "downscale_in_infer")
 
 
-def _probability(fn: str, p) -> float:
+def _probability(fn: str, p, name: str = "p") -> float:
     if isinstance(p, Tensor):
         p = p.item()
     if isinstance(p, bool) or not isinstance(p, (int, float, np.integer, np.floating)):
-        raise ArgumentError(f"{fn}: p must be a number in [0, 1], got {type(p).__name__}")
+        raise ArgumentError(f"{fn}: {name} must be a number in [0, 1], got {p!r}")
     if not 0.0 <= float(p) <= 1.0:
-        raise ArgumentError(f"{fn}: p must lie in [0, 1], got {p}")
+        raise ArgumentError(f"{fn}: {name} must lie in [0, 1], got {p!r}")
     return float(p)
 
 

@@ -275,15 +275,17 @@ def _im2col(x, kernel, stride, padding, dilation, groups):
     view = view.reshape(n, groups, c // groups, *out, *kernel)
     # -> [groups, N, *out, C/groups, *kernel]: the copy this makes is the im2col buffer
     perm = (1, 0, *range(3, 3 + nd), 2, *range(3 + nd, 3 + 2 * nd))
-    cols = view.transpose(perm).reshape(groups, n * int(np.prod(out)), -1)
+    # explicit sizes, not -1: an empty batch (N = 0) leaves -1 undetermined
+    cols = view.transpose(perm).reshape(groups, n * int(np.prod(out)), c // groups * int(np.prod(kernel)))
     return cols, out
 
 
 def _channels_by_group(a: np.ndarray, groups: int) -> np.ndarray:
     """``a`` [N, C, *S] as ``[groups, N * prod(S), C / groups]``."""
     n, c = a.shape[:2]
-    a = a.reshape(n, groups, c // groups, -1).transpose(1, 0, 3, 2)
-    return a.reshape(groups, -1, c // groups)
+    positions = int(np.prod(a.shape[2:]))  # not -1: an empty batch leaves it undetermined
+    a = a.reshape(n, groups, c // groups, positions).transpose(1, 0, 3, 2)
+    return a.reshape(groups, n * positions, c // groups)
 
 
 def _conv_kernel(x, w, stride, padding, dilation, groups):

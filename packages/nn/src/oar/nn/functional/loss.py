@@ -319,7 +319,9 @@ def cross_entropy(input, label, weight=None, ignore_index=-100, reduction="mean"
     shape with ``axis`` as 1 for soft labels (Paddle's rule).
 
     Unlike Paddle, a mean with ``ignore_index < 0`` also leaves the ignored labels out of the
-    count, and a mean over no valid label is 0, not NaN.
+    count, and a mean over a batch whose labels are all ignored is 0 (Paddle's rule for
+    ``ignore_index >= 0``). A mean over an empty batch is NaN, as Paddle's (also with a
+    ``weight``, where Paddle gives 0); its sum is 0 and ``'none'`` gives an empty loss.
 
     >>> import oar
     >>> import oar.nn.functional as F
@@ -357,6 +359,8 @@ def cross_entropy(input, label, weight=None, ignore_index=-100, reduction="mean"
         if label_smoothing > 0:
             target = target * (1.0 - label_smoothing) + label_smoothing / num_classes
         loss, _ = dispatch(softmax_with_cross_entropy_op, (input, target), {"soft_label": True, **attrs})
+        if reduction == "mean" and loss.size == 0:
+            return _mean_of_no_sample(loss)
         if weight is None:
             return _reduce(loss, reduction)
         sample_weight = oar.sum(target * _along(weight, axis, input.ndim), axis=axis, keepdim=True)
@@ -384,11 +388,19 @@ def cross_entropy(input, label, weight=None, ignore_index=-100, reduction="mean"
         loss, valid = oar.squeeze(loss, axis), oar.squeeze(valid, axis)
         if weight is not None:
             sample_weight = oar.squeeze(sample_weight, axis)
+    if reduction == "mean" and loss.size == 0:
+        return _mean_of_no_sample(loss)
     if weight is None:
         if reduction == "mean":
             return _divide_nonzero(oar.sum(loss), oar.sum(valid))
         return _reduce(loss, reduction)
     return _weighted_reduce(loss * sample_weight, sample_weight, reduction)
+
+
+def _mean_of_no_sample(loss: Tensor) -> Tensor:
+    """NaN, the mean over an empty batch, computed from ``loss`` so that backward still reaches
+    the (empty) input; a 0 here would train on nothing without a sign."""
+    return oar.sum(loss) * float("nan")
 
 
 def _along(weight: Tensor, axis: int, ndim: int) -> Tensor:

@@ -64,6 +64,9 @@ def _check_param(fn: str, name: str, m: TensorMeta, size) -> None:
 # numpy kernels shared by batch and layer normalisation, on a view of x
 # ------------------------------------------------------------------------------------------
 def _normalize_kernel(xv, w, b, reduce, eps):
+    if xv.size == 0:  # nothing to normalise; the statistics of no element are undefined (NaN)
+        stats = np.full([1 if i in reduce else d for i, d in enumerate(xv.shape)], np.nan, xv.dtype)
+        return np.empty(xv.shape, xv.dtype), stats, stats.copy()
     mean = np.mean(xv, axis=reduce, keepdims=True)
     y = xv - mean
     var = np.mean(np.square(y), axis=reduce, keepdims=True)
@@ -79,6 +82,8 @@ def _normalize_grad_kernel(xv, w, mean, var, gv, reduce, affine_reduce, eps):
     n = np.prod([xv.shape[i] for i in reduce])
     db = np.sum(gv, axis=affine_reduce)
     dw = np.sum(gv * xh, axis=affine_reduce)
+    if n == 0:  # an empty batch: no element to pass a gradient to, and the sums over none are 0
+        return np.zeros_like(xv), dw.astype(xv.dtype, copy=False), db.astype(xv.dtype, copy=False)
     if tuple(reduce) == tuple(affine_reduce):
         # Batch norm: w is constant over the reduced axes, so mean(a) = w db / n, mean(a xh) = w dw / n.
         shape = r.shape
@@ -434,8 +439,9 @@ def batch_norm(x, running_mean, running_var, weight=None, bias=None, training: b
     With batch statistics (``training=True`` and ``use_global_stats`` not True, or
     ``use_global_stats=False``) the output uses the batch mean and biased variance, and
     ``running_mean``/``running_var`` are updated in place:
-    ``running = momentum * running + (1 - momentum) * batch``. Otherwise the running statistics
-    normalise and nothing changes. ``weight``/``bias`` default to 1 and 0.
+    ``running = momentum * running + (1 - momentum) * batch`` (not by an empty batch, which has
+    no statistics: as in Paddle). Otherwise the running statistics normalise and nothing changes.
+    ``weight``/``bias`` default to 1 and 0.
 
     >>> import oar
     >>> x = oar.to_tensor([[1.0], [3.0]])
@@ -462,8 +468,9 @@ def batch_norm(x, running_mean, running_var, weight=None, bias=None, training: b
         mean, var = (t if t.dtype is x.dtype else oar.cast(t, x.dtype) for t in (running_mean, running_var))
         return dispatch(batch_norm_infer_op, (x, weight, bias, mean, var), attrs)
     y, mean, var = dispatch(batch_norm_op, (x, weight, bias), attrs)
-    _update_running(running_mean, mean, momentum)
-    _update_running(running_var, var, momentum)
+    if x.size:  # an empty batch has no statistics: Paddle's kernel leaves the running ones as they were
+        _update_running(running_mean, mean, momentum)
+        _update_running(running_var, var, momentum)
     return y
 
 

@@ -192,7 +192,8 @@ def _max_pool_kernel(x, kernel_size, stride, padding, ceil_mode):
 def _max_pool_grad_kernel(g, mask, input_size):
     planes, positions = g.shape[0] * g.shape[1], int(np.prod(input_size))
     # one extra slot per plane collects the windows whose mask is -1
-    index = np.where(mask < 0, positions, mask).reshape(planes, -1).astype(np.int64)
+    windows = int(np.prod(g.shape[2:]))  # not -1: an empty batch leaves it undetermined
+    index = np.where(mask < 0, positions, mask).reshape(planes, windows).astype(np.int64)
     index += np.arange(planes)[:, None] * (positions + 1)
     summed = np.bincount(index.ravel(), weights=g.reshape(-1), minlength=planes * (positions + 1))
     summed = summed.reshape(planes, positions + 1)[:, :positions]
@@ -262,7 +263,7 @@ def _adaptive_max_pool_kernel(x, output_size):
         widths.append(width)
     windows = x[(slice(None), slice(None), *index)]  # [N, C, o_0, w_0, o_1, w_1, ...]
     windows = windows.transpose(0, 1, *range(2, 2 + 2 * nd, 2), *range(3, 3 + 2 * nd, 2))
-    windows = windows.reshape(*x.shape[:2], *output_size, -1)
+    windows = windows.reshape(*x.shape[:2], *output_size, int(np.prod(widths)))  # not -1: N may be 0
     arg = np.argmax(windows, axis=-1)  # the first maximum, or the first NaN
     best = np.take_along_axis(windows, arg[..., None], axis=-1)[..., 0]
     offsets = np.unravel_index(arg, widths)
@@ -310,7 +311,8 @@ def _max_pool_grad_grad(ctx, gg):
     positions = int(np.prod(ctx.attrs["input_size"]))
     flat = pad_axes(reshape(gg, planes + [positions]), [0, 0, 0, 0, 0, 1])
     index = where(mask < 0, positions, cast(mask, "int64"))
-    picked = take_along_axis(flat, reshape(index, planes + [-1]), axis=2, broadcast=False)
+    windows = int(np.prod(g_shape[2:]))  # not -1: an empty batch leaves it undetermined
+    picked = take_along_axis(flat, reshape(index, planes + [windows]), axis=2, broadcast=False)
     return reshape(picked, list(g_shape)), None
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import oar
 from oar.errors import ArgumentError
 from oar.nn import functional as F
-from oar.nn.layer.layers import Layer
+from oar.nn.layer.layers import Layer, size_arg
 
 
 class Linear(Layer):
@@ -26,9 +26,10 @@ class Linear(Layer):
 
     def __init__(self, in_features: int, out_features: int, weight_attr=None, bias_attr=None, name=None):
         super().__init__()
-        self.in_features, self.out_features = in_features, out_features
-        self.weight = self.create_parameter([in_features, out_features], attr=weight_attr)
-        self.bias = self.create_parameter([out_features], attr=bias_attr, is_bias=True)
+        self.in_features = size_arg("Linear", "in_features", in_features)
+        self.out_features = size_arg("Linear", "out_features", out_features)
+        self.weight = self.create_parameter([self.in_features, self.out_features], attr=weight_attr)
+        self.bias = self.create_parameter([self.out_features], attr=bias_attr, is_bias=True)
         self.name = name
 
     def forward(self, x):
@@ -51,6 +52,8 @@ class Bilinear(Layer):
     def __init__(self, in1_features: int, in2_features: int, out_features: int, weight_attr=None, bias_attr=None,
                  name=None):
         super().__init__()
+        in1_features, in2_features, out_features = (size_arg("Bilinear", name, v) for name, v in (
+            ("in1_features", in1_features), ("in2_features", in2_features), ("out_features", out_features)))
         self._in1_features, self._in2_features, self._out_features = in1_features, in2_features, out_features
         self._name = name
         self.weight = self.create_parameter([out_features, in1_features, in2_features], attr=weight_attr)
@@ -182,9 +185,10 @@ class Embedding(Layer):
     def __init__(self, num_embeddings: int, embedding_dim: int, padding_idx=None, sparse: bool = False,
                  weight_attr=None, name=None):
         super().__init__()
-        if num_embeddings <= 0 or embedding_dim <= 0:
-            raise ArgumentError(f"Embedding: num_embeddings and embedding_dim must be positive, got "
-                                f"{num_embeddings} and {embedding_dim}")
+        num_embeddings = size_arg("Embedding", "num_embeddings", num_embeddings)
+        embedding_dim = size_arg("Embedding", "embedding_dim", embedding_dim)
+        if padding_idx is not None:
+            padding_idx = size_arg("Embedding", "padding_idx", padding_idx, minimum=-num_embeddings)
         if padding_idx is not None and not -num_embeddings <= padding_idx < num_embeddings:
             raise ArgumentError(f"Embedding: padding_idx must lie in [{-num_embeddings}, {num_embeddings}), "
                                 f"got {padding_idx}")

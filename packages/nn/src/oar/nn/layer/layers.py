@@ -14,7 +14,7 @@ from oar.errors import ArgumentError, ShapeError
 from oar.nn.initializer import global_initializer, set_global_initializer  # noqa: F401 - also importable here
 from oar.nn.param_attr import ParamAttr
 from oar.nn.parameter import Parameter
-from oar.ops import Tensor, get_backend, get_dtype
+from oar.ops import Tensor, default_float, get_backend, get_dtype
 
 # Paddle's unique names: ``linear_0`` for layers, ``linear_0.w_0`` / ``linear_0.b_0`` for parameters.
 _name_counters: dict[str, itertools.count] = collections.defaultdict(itertools.count)
@@ -28,6 +28,20 @@ def _snake(name: str) -> str:
     """Paddle's layer name scope from a class name: ``Conv2D`` -> ``conv2_d``, ``LSTM`` -> ``lstm``."""
     name = re.sub(r"(.)([A-Z][a-z]+)", r"\1_\2", name)
     return re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name).lower()
+
+
+def size_arg(layer: str, name: str, value, minimum: int = 1) -> int:
+    """``value`` as an int ``>= minimum``: a layer constructor's size argument. A bool is not a
+    size (``True`` would silently be 1); an ArgumentError names the layer, the argument and the value.
+
+    >>> from oar.nn.layer.layers import size_arg
+    >>> size_arg("Linear", "in_features", 4)
+    4
+    """
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < minimum:
+        what = "a positive int" if minimum == 1 else f"an int >= {minimum}"
+        raise ArgumentError(f"{layer}: {name} must be {what}, got {value!r}")
+    return int(value)
 
 
 class HookRemoveHelper:
@@ -67,7 +81,7 @@ class Layer:
 
     training: bool
 
-    def __init__(self, name_scope: str | None = None, dtype="float32"):
+    def __init__(self, name_scope: str | None = None, dtype=None):
         object.__setattr__(self, "training", True)
         object.__setattr__(self, "_parameters", collections.OrderedDict())
         object.__setattr__(self, "_sub_layers", collections.OrderedDict())
@@ -77,7 +91,9 @@ class Layer:
         object.__setattr__(self, "_forward_post_hooks", collections.OrderedDict())
         scope = name_scope or _snake(type(self).__name__)
         object.__setattr__(self, "_full_name", _unique_name(scope))
-        object.__setattr__(self, "_dtype", get_dtype(dtype).name)
+        # Without a dtype, the default one now (``oar.set_default_dtype``): what Paddle's
+        # create_parameter takes, so a float64 default gives float64 weights.
+        object.__setattr__(self, "_dtype", get_dtype(dtype).name if dtype is not None else default_float().name)
 
     # -- forward ------------------------------------------------------------------------------
     def forward(self, *inputs, **kwargs):
@@ -216,7 +232,14 @@ class Layer:
         """A new Parameter, initialised as Paddle does: by ``attr.initializer``, else the global
         initializer (``set_global_initializer``), else ``default_initializer``, else XavierUniform
         for weights and zeros for biases. ``attr=False`` gives None. Unnamed parameters are named
-        ``<full_name>.w_<n>`` (``.b_<n>`` for biases), as in Paddle.
+        ``<full_name>.w_<n>`` (``.b_<n>`` for biases), as in Paddle. Without ``dtype``, the
+        layer's: the ``dtype`` it was made with, else the default dtype when it was made.
+
+        >>> import oar
+        >>> oar.set_default_dtype("float64")
+        >>> oar.nn.Linear(2, 2).weight.dtype
+        oar.float64
+        >>> oar.set_default_dtype("float32")
         """
         from oar.nn.initializer import Constant, XavierUniform
 
@@ -395,7 +418,7 @@ class Layer:
             lines.append("  pass strict=False to load the keys that match")
             raise ArgumentError("\n".join(lines))
         for target, value in plan:
-            array = value.numpy() if isinstance(value, Tensor) else np.asarray(value)
+            array = value.numpy(copy=False) if isinstance(value, Tensor) else np.asarray(value)
             array = array.astype(target._data.dtype, copy=False)
             if target._backend != "cpu":
                 target._set_buffer(get_backend(target._backend).from_numpy(array.copy()))
@@ -422,8 +445,7 @@ class Layer:
                     if device is not None:
                         converted = converted.to(device)
                     if converted is not t:
-                        data = converted.numpy() if converted._backend == "cpu" else converted._data
-                        t._set_buffer(data)
+                        t._set_buffer(converted._data)
                         t._backend = converted._backend
                         t._grad = None
             if dtype is not None:

@@ -19,7 +19,7 @@ import oar
 from oar.errors import ArgumentError, ShapeError
 from oar.nn import functional as F
 from oar.nn.initializer import Constant
-from oar.nn.layer.layers import Layer
+from oar.nn.layer.layers import Layer, size_arg
 from oar.nn.param_attr import ParamAttr
 
 
@@ -51,11 +51,13 @@ class _BatchNormBase(Layer):
 
     def __init__(self, num_features: int, momentum: float = 0.9, epsilon: float = 1e-05, weight_attr=None,
                  bias_attr=None, data_format: str = "NCHW", use_global_stats=None, name=None):
-        super().__init__()
+        # The default dtype, but float32 under a float16 default (Paddle's rule): statistics in half
+        # precision lose the running averages.
+        super().__init__(dtype="float32" if oar.get_default_dtype() == "float16" else None)
         if data_format not in self._formats:
             raise ArgumentError(f"{type(self).__name__}: data_format must be one of {list(self._formats)}, "
                                 f"got {data_format!r}")
-        self._num_features = int(num_features)
+        self._num_features = size_arg(type(self).__name__, "num_features", num_features)
         self._momentum = momentum
         self._epsilon = epsilon
         self._data_format = data_format
@@ -142,12 +144,12 @@ class BatchNorm(Layer):
                  in_place: bool = False, moving_mean_name=None, moving_variance_name=None,
                  do_model_average_for_mean_and_var: bool = True, use_global_stats: bool = False,
                  trainable_statistics: bool = False):
-        super().__init__(dtype=dtype)
+        super().__init__(dtype="float32" if dtype == "float16" else dtype)  # Paddle's rule, as above
         if data_layout not in ("NCHW", "NHWC"):
             raise ArgumentError(f"BatchNorm: data_layout must be 'NCHW' or 'NHWC', got {data_layout!r}")
         if act is not None and not callable(getattr(F, str(act), None)):
             raise ArgumentError(f"BatchNorm: act must name a function of oar.nn.functional (e.g. 'relu'), got {act!r}")
-        self._num_channels = int(num_channels)
+        self._num_channels = size_arg("BatchNorm", "num_channels", num_channels)
         self._act = act
         self._is_test = is_test
         self._momentum = momentum
@@ -180,15 +182,13 @@ class BatchNorm(Layer):
 
 
 def _shape_list(fn: str, normalized_shape) -> list[int]:
-    if isinstance(normalized_shape, numbers.Integral):
-        return [int(normalized_shape)]
-    try:
-        shape = [int(d) for d in normalized_shape]
-    except (TypeError, ValueError):
-        raise ArgumentError(f"{fn}: normalized_shape must be an int or a list of ints, got {normalized_shape!r}") from None
-    if not shape or any(d <= 0 for d in shape):
-        raise ArgumentError(f"{fn}: normalized_shape must be non-empty with positive sizes, got {shape}")
-    return shape
+    if not isinstance(normalized_shape, (list, tuple)):
+        return [size_arg(fn, "normalized_shape", normalized_shape)]
+    dims = list(normalized_shape)
+    if not dims or any(isinstance(d, bool) or not isinstance(d, numbers.Integral) or d <= 0 for d in dims):
+        raise ArgumentError(f"{fn}: normalized_shape must be a positive int or a non-empty list of them, got "
+                            f"{normalized_shape!r}")
+    return [int(d) for d in dims]
 
 
 class LayerNorm(Layer):
@@ -257,7 +257,9 @@ class GroupNorm(Layer):
         super().__init__()
         if data_format not in ("NCL", "NCHW", "NCDHW", "NLC", "NHWC", "NDHWC"):
             raise ArgumentError(f"GroupNorm: data_format must be NCL, NCHW, NCDHW, NLC, NHWC or NDHWC, got {data_format!r}")
-        if num_groups <= 0 or num_channels % num_groups:
+        num_groups, num_channels = size_arg("GroupNorm", "num_groups", num_groups), size_arg(
+            "GroupNorm", "num_channels", num_channels)
+        if num_channels % num_groups:
             raise ArgumentError(f"GroupNorm: num_channels ({num_channels}) must be divisible by num_groups ({num_groups})")
         self._num_groups = int(num_groups)
         self._num_channels = int(num_channels)
@@ -292,7 +294,7 @@ class _InstanceNormBase(Layer):
         if data_format not in self._formats:
             raise ArgumentError(f"{type(self).__name__}: data_format must be one of {list(self._formats)}, "
                                 f"got {data_format!r}")
-        self._num_features = int(num_features)
+        self._num_features = size_arg(type(self).__name__, "num_features", num_features)
         self._epsilon = epsilon
         self._momentum = momentum
         self._data_format = data_format

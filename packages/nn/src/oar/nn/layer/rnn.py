@@ -23,7 +23,7 @@ from oar.errors import ArgumentError, ShapeError
 from oar.nn import functional as F
 from oar.nn import initializer as I
 from oar.nn.layer.container import LayerList
-from oar.nn.layer.layers import Layer
+from oar.nn.layer.layers import Layer, size_arg
 from oar.ops import Tensor, sigmoid
 
 _BIDIRECTIONAL = ("bidirect", "bidirectional")
@@ -102,10 +102,8 @@ class RNNCellBase(Layer):
 
     def _create_weights(self, gates: int, input_size: int, hidden_size: int, recurrent_size: int,
                         weight_ih_attr, weight_hh_attr, bias_ih_attr, bias_hh_attr) -> None:
-        if not isinstance(input_size, int) or input_size <= 0:
-            raise ArgumentError(f"{type(self).__name__}: input_size must be a positive int, got {input_size!r}")
-        if not isinstance(hidden_size, int) or hidden_size <= 0:
-            raise ArgumentError(f"{type(self).__name__}: hidden_size must be a positive int, got {hidden_size!r}")
+        input_size = size_arg(type(self).__name__, "input_size", input_size)
+        hidden_size = size_arg(type(self).__name__, "hidden_size", hidden_size)
         std = 1.0 / math.sqrt(hidden_size)
         specs = (
             ("weight_ih", [gates * hidden_size, input_size], weight_ih_attr, False),
@@ -191,8 +189,7 @@ class LSTMCell(RNNCellBase):
     def __init__(self, input_size: int, hidden_size: int, weight_ih_attr=None, weight_hh_attr=None,
                  bias_ih_attr=None, bias_hh_attr=None, proj_size: int = 0, name=None):
         super().__init__()
-        if not isinstance(proj_size, int) or proj_size < 0:
-            raise ArgumentError(f"LSTMCell: proj_size must be an int >= 0, got {proj_size!r}")
+        proj_size = size_arg("LSTMCell", "proj_size", proj_size, minimum=0)
         if proj_size and proj_size >= hidden_size:
             raise ArgumentError(f"LSTMCell: proj_size ({proj_size}) must be smaller than hidden_size ({hidden_size})")
         self._create_weights(4, input_size, hidden_size, proj_size or hidden_size, weight_ih_attr,
@@ -402,10 +399,10 @@ class RNNBase(LayerList):
         owner = type(self).__name__
         if direction not in ("forward", *_BIDIRECTIONAL):
             raise ArgumentError(f"{owner}: direction must be 'forward', 'bidirect' or 'bidirectional', got {direction!r}")
-        if not isinstance(num_layers, int) or num_layers < 1:
-            raise ArgumentError(f"{owner}: num_layers must be a positive int, got {num_layers!r}")
-        if not 0.0 <= dropout <= 1.0:
-            raise ArgumentError(f"{owner}: dropout must lie in [0, 1], got {dropout}")
+        input_size, hidden_size = size_arg(owner, "input_size", input_size), size_arg(owner, "hidden_size", hidden_size)
+        num_layers = size_arg(owner, "num_layers", num_layers)
+        proj_size = size_arg(owner, "proj_size", proj_size, minimum=0)
+        dropout = F.common._probability(owner, dropout, "dropout")
         if proj_size and mode != "LSTM":
             raise ArgumentError(f"{owner}: proj_size is for LSTM only")
         self.mode = mode

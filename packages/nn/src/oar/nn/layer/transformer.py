@@ -23,7 +23,7 @@ from oar.nn import functional as F
 from oar.nn.functional.attention import attend
 from oar.nn.layer.common import Dropout, Linear
 from oar.nn.layer.container import LayerList
-from oar.nn.layer.layers import Layer
+from oar.nn.layer.layers import Layer, size_arg
 from oar.nn.layer.norm import LayerNorm
 from oar.nn.param_attr import ParamAttr
 from oar.ops import Tensor
@@ -68,8 +68,7 @@ def _resolve_activation(name: str):
 
 def _check_positive(owner: str, **values) -> None:
     for key, value in values.items():
-        if not isinstance(value, int) or value <= 0:
-            raise ArgumentError(f"{owner}: {key} must be a positive int, got {value!r}")
+        size_arg(owner, key, value)
 
 
 class MultiHeadAttention(Layer):
@@ -101,14 +100,13 @@ class MultiHeadAttention(Layer):
     def __init__(self, embed_dim: int, num_heads: int, dropout: float = 0.0, kdim: int | None = None,
                  vdim: int | None = None, need_weights: bool = False, weight_attr=None, bias_attr=None):
         super().__init__()
-        _check_positive("MultiHeadAttention", embed_dim=embed_dim, num_heads=num_heads)
+        kdim, vdim = embed_dim if kdim is None else kdim, embed_dim if vdim is None else vdim
+        _check_positive("MultiHeadAttention", embed_dim=embed_dim, num_heads=num_heads, kdim=kdim, vdim=vdim)
         if embed_dim % num_heads:
             raise ArgumentError(f"MultiHeadAttention: embed_dim ({embed_dim}) must be divisible by num_heads ({num_heads})")
-        if not 0.0 <= dropout <= 1.0:
-            raise ArgumentError(f"MultiHeadAttention: dropout must lie in [0, 1], got {dropout}")
+        dropout = F.common._probability("MultiHeadAttention", dropout, "dropout")
         self.embed_dim = embed_dim
-        self.kdim = kdim if kdim is not None else embed_dim
-        self.vdim = vdim if vdim is not None else embed_dim
+        self.kdim, self.vdim = int(kdim), int(vdim)
         self.num_heads = num_heads
         self.head_dim = embed_dim // num_heads
         self.dropout = dropout

@@ -75,7 +75,7 @@ def _apply(img, kernel, fn: str):
         return kernel(img)
     if _is_pil_image(img):
         return _to_pil(kernel(_from_pil(img)), img)
-    a = img.numpy()
+    a = img.numpy(copy=False)
     out = kernel(a if a.ndim == 2 else a.transpose(1, 2, 0))
     out = out if out.ndim == 2 else out.transpose(2, 0, 1)
     return oar.to_tensor(np.ascontiguousarray(out), place=img.place)

@@ -86,7 +86,7 @@ class BaseHistObserverLayer(SymmetricQuanter, BaseObserver):
 
     def forward(self, input):
         # Reading the values: under to_static this makes the function run eagerly, with a warning.
-        a = np.abs(np.asarray(input.detach().numpy(), dtype=np.float64)).ravel()
+        a = np.abs(np.asarray(input.detach().numpy(copy=False), dtype=np.float64)).ravel()
         self._threshold = None
         current = float(a.max()) if a.size else 0.0
         if self._hist is None:

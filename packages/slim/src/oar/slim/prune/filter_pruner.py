@@ -161,7 +161,7 @@ class FilterPruner:
         value = dict(self.model.named_parameters()).get(group.master)
         if value is None:
             value = dict(self.model.named_buffers())[group.master]
-        return pruned_mask(self.criterion(value.numpy(), group.axis), pruned_ratio)
+        return pruned_mask(self.criterion(value.numpy(copy=False), group.axis), pruned_ratio)
 
     def _plan_for(self, group: ChannelGroup, ratio: float) -> PruningPlan:
         keep = self.cal_mask(ratio, group)

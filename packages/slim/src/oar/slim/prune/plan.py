@@ -165,7 +165,7 @@ class PruningPlan:
         for name, masks in self._masks.items():
             layer, attr, is_param = owners[name]
             old = getattr(layer, attr)
-            array = old.numpy()
+            array = old.numpy(copy=False)
             for m in masks:
                 if len(m.mask) != array.shape[m.dims]:
                     raise PruningError(f"{name} has {array.shape[m.dims]} channels on axis {m.dims}, the mask "

@@ -92,7 +92,7 @@ def _sparsity(params: Iterable) -> float:
     total = nonzero = 0
     for p in params:
         total += p.size
-        nonzero += int(np.count_nonzero(p.numpy()))
+        nonzero += int(np.count_nonzero(p.numpy(copy=False)))
     return 1.0 - nonzero / total if total else 0.0
 
 
@@ -196,12 +196,12 @@ class UnstructuredPruner:
     # -- masks ----------------------------------------------------------------------------------
     def mask_parameters(self, param: Parameter, mask: oar.Tensor) -> None:
         """Multiply ``param`` by ``mask`` in place (override for another pruning rule)."""
-        value = param.numpy()
-        param.set_value((value * mask.numpy()).astype(value.dtype, copy=False))
+        value = param.numpy(copy=False)
+        param.set_value((value * mask.numpy(copy=False)).astype(value.dtype, copy=False))
         self._masked_version[param.name] = param.inplace_version
 
     def _scores(self, param: Parameter) -> np.ndarray:
-        return _block_scores(param.numpy(), self.sparse_block)
+        return _block_scores(param.numpy(copy=False), self.sparse_block)
 
     def update_threshold(self) -> None:
         """Ratio mode: the threshold (``thresholds`` per parameter with ``local_sparsity``) that
@@ -216,12 +216,12 @@ class UnstructuredPruner:
     def _update_masks(self) -> None:
         for n, (_, p) in self._params.items():
             threshold = self.thresholds[n] if self.local_sparsity else self.threshold
-            self.masks[n].set_value((self._scores(p) >= threshold).astype(self.masks[n].numpy().dtype))
+            self.masks[n].set_value((self._scores(p) >= threshold).astype(self.masks[n].dtype.np))
 
     def set_static_masks(self) -> None:
         """Masks from the weights as they are: the zeros stay pruned (a pruned model loaded back)."""
         for n, (_, p) in self._params.items():
-            self.masks[n].set_value((p.numpy() != 0).astype(self.masks[n].numpy().dtype))
+            self.masks[n].set_value((p.numpy(copy=False) != 0).astype(self.masks[n].dtype.np))
 
     def step(self) -> None:
         """After ``optimizer.step()``: recompute the masks (the threshold first, in ratio mode) and
@@ -255,7 +255,7 @@ class UnstructuredPruner:
     def summarize_weights(self, model: Layer, ratio: float = 0.1) -> float:
         """The magnitude below which ``ratio`` of the weights of ``model``'s non-norm layers lie:
         a threshold for ``mode='threshold'`` that prunes about ``ratio``."""
-        data = np.concatenate([np.abs(p.numpy()).reshape(-1) for layer in model.sublayers(include_self=True)
+        data = np.concatenate([np.abs(p.numpy(copy=False)).reshape(-1) for layer in model.sublayers(include_self=True)
                                if not _is_norm(layer) for p in layer.parameters(include_sublayers=False)])
         return float(np.sort(data)[max(0, int(ratio * len(data) - 1))])
 

@@ -401,7 +401,7 @@ def _adaptive_max_by_windows(ctx, x, sizes, output_size, out, mask):
         shape[i], shape[nd + i] = idx.shape
         flat = flat * size + idx.reshape(shape)
     table = flat.reshape(*output_size, -1)  # [*out, window]
-    planes = ctx.emit("Reshape", [x, ctx.int64s([0, 0, -1])])
+    planes = ctx.emit("Reshape", [x, ctx.int64s([0, 0, int(np.prod(sizes))])])  # not -1: a batch of 0 has none
     windows = ctx.emit("Gather", [planes, ctx.constant(table)], axis=2)  # [N, C, *out, window]
     reduce_over(ctx, "ReduceMax", windows, [-1], out, keepdims=0)
     if mask is None:
@@ -541,11 +541,12 @@ def lower_group_norm(node, ctx):
         raise ctx.unsupported(node, f"group normalization of x {shape} with a dynamic channel count")
     # the kernel's view [N, G, C / G, HW], statistics over its last two axes
     per = channels // groups
-    view = ctx.emit("Reshape", [x, ctx.int64s([0, groups, per, -1])])
+    spatial = shape[2:]
+    plane = int(np.prod(spatial)) if None not in spatial else -1  # explicit where known: a batch of 0 has no -1
+    view = ctx.emit("Reshape", [x, ctx.int64s([0, groups, per, plane])])
     centred, mean, var, root = normalize_over(ctx, view, [2, 3], eps, dtype)
     affine_view = ctx.int64s([1, groups, per, 1])
     wv, bv = ctx.emit("Reshape", [w, affine_view]), ctx.emit("Reshape", [b, affine_view])
-    spatial = shape[2:]
     back = ctx.int64s([0, channels] + spatial) if None not in spatial else ctx.emit("Shape", [x])
     ctx.emit("Reshape", [_affine(ctx, centred, root, wv, bv, None), back], y)
     _stat_output(ctx, mean, node.outputs[1], [0, groups])

@@ -118,17 +118,19 @@ def lower_var_std(node, ctx):
     count = _count(ctx.shape(node.inputs[0]), axes)
     if count is None and unbiased:
         raise ctx.unsupported(node, f"an unbiased variance over dynamic axes {axes} of {list(ctx.shape(node.inputs[0]))}")
-    # The kernel's steps: the centered values, the sum of their squares, over N (or N - 1, or 1
-    # where N <= 1, as Paddle).
+    # The kernel's steps: the centered values, the sum of their squares, over N (or N - 1); with
+    # no degree of freedom left (N - 1 <= 0, or an empty slice) the variance is nan, as numpy's.
     centered = ctx.emit("Sub", [x, reduce(ctx, "ReduceMean", x, axes, True)])
     squares = ctx.emit("Mul", [centered, centered])
-    if not unbiased and count != 0:
+    divisor = count - 1 if unbiased else count
+    if divisor > 0 and not unbiased:
         variance = reduce(ctx, "ReduceMean", squares, axes, keepdim)
-    else:  # an empty slice: 0 / 0 = nan biased, 0 / 1 unbiased, as the kernel
-        variance = reduce(ctx, "ReduceSum", squares, axes, keepdim)
-        divisor = max(count - 1, 1) if unbiased else count
-        if divisor != 1:
-            variance = ctx.emit("Div", [variance, ctx.constant(divisor, like=node.outputs[0])])
+    elif divisor > 0:
+        variance = ctx.emit("Div", [reduce(ctx, "ReduceSum", squares, axes, keepdim),
+                                    ctx.constant(divisor, like=node.outputs[0])])
+    else:
+        variance = ctx.emit("Add", [reduce(ctx, "ReduceSum", squares, axes, keepdim),
+                                    ctx.constant(float("nan"), like=node.outputs[0])])
     ctx.bind(node.outputs[0], ctx.emit("Sqrt", [variance]) if node.op == "std" else variance)
 
 
