@@ -242,7 +242,7 @@ def test_a_worker_names_the_sample_index_and_keeps_the_original_as_cause(clean):
     message = str(info.value)
     assert message.startswith("DataLoader worker 1 (pid ") and "): dataset[13] raised ValueError: bad sample 13" in message
     cause = info.value.__cause__
-    assert type(cause) is ValueError and str(cause) == "bad sample 13"  # the worker's exception, unpickled here
+    assert type(cause) is ValueError and str(cause) == "bad sample 13"  # the worker's exception, re-created here
 
 
 def test_a_worker_s_exception_that_cannot_be_rebuilt_still_names_the_index(clean):

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import itertools
+import json
 import multiprocessing
 import os
 import pickle
@@ -263,7 +264,7 @@ def _describe_exit(code: int | None) -> str:
 def _worker_exception(payload: dict) -> BaseException:
     """The worker's exception, re-created in the parent with the worker's traceback in its
     message (a RuntimeError when its type cannot be re-created from a message), the worker's
-    exception itself as its ``__cause__`` when it unpickles."""
+    exception, re-created from its class and (JSON) arguments, as its ``__cause__``."""
     where = f": {payload['where']} raised" if payload.get("where") else " raised"
     text = (f"DataLoader worker {payload['worker_id']} (pid {payload['pid']}){where} {payload['qualname']}: "
             f"{payload['message']}\n\nTraceback in the worker:\n{payload['traceback'].rstrip()}")
@@ -275,9 +276,9 @@ def _worker_exception(payload: dict) -> BaseException:
     except Exception:
         kind = None
     error = rebuild(kind, text)
-    if payload.get("pickled") is not None:
-        with contextlib.suppress(Exception):  # a class the parent cannot import, say
-            error.__cause__ = pickle.loads(payload["pickled"])
+    if payload.get("args") is not None and isinstance(kind, type) and issubclass(kind, BaseException):
+        with contextlib.suppress(Exception):  # a class whose arguments do not re-create it
+            error.__cause__ = kind(*json.loads(payload["args"]))
     return error
 
 

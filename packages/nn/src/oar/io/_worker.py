@@ -5,15 +5,15 @@ to a local queue as they arrive, so the parent's send never blocks), computes th
 batch (fetch, collate), writes its arrays to shared memory and answers on its result pipe with
 ``(generation, task index, kind, payload)``, kind being ``"batch"``, ``"end"`` (its copy of an
 IterableDataset is exhausted) or ``"error"`` (the exception's type, message and formatted
-traceback, the exception itself pickled when it can be, and which sample or batch it came from).
+traceback, the exception's arguments as JSON when they are plain values, and which sample or batch it came from).
 It ignores SIGINT (Ctrl-C is the parent's to handle) and leaves when told (``None`` on the task
 pipe, or the shared generation set to -1) or when its parent has died.
 """
 
 from __future__ import annotations
 
+import json
 import os
-import pickle
 import queue
 import random
 import signal
@@ -187,14 +187,14 @@ def error_payload(worker_id: int, exc: BaseException) -> dict:
     if isinstance(exc, FetchError):
         where, exc = exc.where, exc.error
     kind = type(exc)
-    try:
-        pickled = pickle.dumps(exc)  # the parent makes it the __cause__ of the exception it raises
-    except Exception:
-        pickled = None
+    try:  # JSON, not pickle: the parent re-creates the exception from its class and arguments
+        args = json.dumps(list(exc.args))
+    except (TypeError, ValueError):
+        args = None
     return {
         "worker_id": worker_id, "pid": os.getpid(), "module": kind.__module__, "qualname": kind.__qualname__,
         "message": str(exc), "traceback": "".join(traceback.format_exception(kind, exc, exc.__traceback__)),
-        "where": where, "pickled": pickled,
+        "where": where, "args": args,
     }
 
 
