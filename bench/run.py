@@ -30,8 +30,9 @@ bench/paddle_api.py and run by oar and Paddle alike):
         for 15 s each sending batch-1 LeNet requests, with and without dynamic batching (oar only,
         one round whatever --rounds says)
     W11 oar-slim's compression targets (bench/slim_targets.py, oar only, one round, at 1 thread only):
-        the digits LeNet and W4's small ResNet on synthetic CIFAR-shaped data, trained, then PTQ int8
-        and (the ResNet) 50% of its filters pruned and fine-tuned one epoch: accuracy, file size,
+        the digits LeNet, W4's small ResNet and ResNet18 on synthetic CIFAR-shaped data, trained, then
+        PTQ int8 and (the ResNets) 50% of their filters pruned (every conv, or each block's first conv)
+        and fine-tuned one epoch: accuracy, file size,
         FLOPs and batch-64 latency through oar's Predictor and ONNX Runtime (oar.onnx's files)
 """
 
@@ -728,13 +729,13 @@ slower**. Compare ratios between runs on different machines, not absolute number
   requests/s, client-side p50 and p99 latency, rows per batched run (from `/metrics`) and the CPU
   used by server and clients, which share the machine's cores.
 - **W11** oar-slim's compression targets (bench/slim_targets.py; oar only, one round, 1 thread):
-  `oar.vision.models.LeNet` trained 3 epochs on the bundled digits, and W4's small ResNet trained 3
-  epochs on `suite.synthetic_cifar` (3x32x32, 10 classes: smooth class templates shifted, flipped,
+  `oar.vision.models.LeNet` trained 3 epochs on the bundled digits, and W4's small ResNet and
+  `oar.vision.models.resnet18(num_classes=10)`, each trained 3 epochs on `suite.synthetic_cifar` (3x32x32, 10 classes: smooth class templates shifted, flipped,
   contrast-scaled, plus a smooth distractor and noise; 4,096 train / 1,000 test images). Each is
   quantized by PTQ (`AbsmaxObserver` activations, `AbsMaxChannelWiseWeightObserver` weights, 4
-  calibration batches of 64); the ResNet is also pruned by `L1NormFilterPruner`, 50% of the filters
-  of every conv (`prune_vars(0.5)`) or of the blocks' inner convs only (those outside the residual
-  sums), each fine-tuned one epoch. Every variant is saved by `oar.jit.save` and run by the oar Predictor, and
+  calibration batches of 64; batch norms folded first by `fuse_conv_bn`); both ResNets are also
+  pruned by `L1NormFilterPruner`, 50% of the filters of every conv (`prune_vars(0.5)`) or of each
+  residual block's first conv only (the filters no residual sum reads), each fine-tuned one epoch. Every variant is saved by `oar.jit.save` and run by the oar Predictor, and
   exported by `oar.onnx.export` and run by ONNX Runtime: test accuracy through each engine, file
   sizes, FLOPs (`oar.flops`), and batch-64 latency timed in interleaved rounds in one process.
 """

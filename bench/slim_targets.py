@@ -3,26 +3,27 @@
     python bench/slim_targets.py W11 --threads 1            # W11's tables, then the JSON bench/run.py reads
     python bench/slim_targets.py W11 --threads 1 --quick    # tiny sizes: the code paths, not the numbers
 
-Two models, trained here from fixed seeds:
+Three models, trained here from fixed seeds (at the run's thread count):
 
 - ``oar.vision.models.LeNet`` on the bundled digits (1,433 train / 364 test images), 3 epochs of
   Adam at 2e-3 in batches of 64, as tests/slim/conftest.py trains it;
 - W4's small ResNet (bench/paddle_api.py: a conv-BN-ReLU stem and two BasicBlocks of 32 channels,
-  the suite's seeded initial weights) on ``suite.synthetic_cifar`` (4,096 train / 1,000 test
+  the suite's seeded initial weights) and ``oar.vision.models.resnet18(num_classes=10)`` (oar's
+  seeded initial weights, ``oar.seed(0)``) on ``suite.synthetic_cifar`` (4,096 train / 1,000 test
   images of 3x32x32, 10 classes), 3 epochs of Adam from 2e-3 with cosine decay per step.
 
 Each becomes a PTQ int8 model (``oar.quantization.PTQ``: ``AbsmaxObserver`` activations,
 ``AbsMaxChannelWiseWeightObserver`` weights, 4 calibration batches of 64 training images) after
-``oar.quantization.fuse_conv_bn`` folds its batch norms into the convs they follow (the ResNet's
-five; LeNet has none); the variant ``int8-unfused``, where suite.W11_VARIANTS lists it, quantizes
-the model as it is, batch norms kept. The ResNet is also pruned twice by
+``oar.quantization.fuse_conv_bn`` folds its batch norms into the convs they follow (LeNet has
+none); the variant ``int8-unfused``, where suite.W11_MEASURED lists it, quantizes the model as it
+is, batch norms kept. Both ResNets are also pruned twice by
 ``oar.slim.prune.L1NormFilterPruner(model, [1, 3, 32, 32])``: half the filters of every conv
-(``prune_vars(0.5)``; the stem and the blocks' second convs are one group, their channels added by
-the residual sums), and half those of the blocks' inner convs alone (the first conv of each
-BasicBlock), each fine-tuned for one epoch (Adam from 1e-3, cosine). Every variant is saved by
-``oar.jit.save`` (dynamic batch) and run by an ``oar.inference`` Predictor, and exported by
-``oar.onnx.export`` and run by ONNX Runtime (its default graph optimizations, which fuse the QDQ
-pairs into int8 kernels), both at one thread.
+(``prune_vars(0.5)``; the convs whose outputs a residual sum adds are pruned as one group), and
+half those of each BasicBlock's first conv alone (``<block>.conv1.weight``: its filters feed the
+block's second conv, never a residual sum), each fine-tuned for one epoch (Adam from 1e-3,
+cosine). Every variant is saved by ``oar.jit.save`` (dynamic batch) and run by an
+``oar.inference`` Predictor, and exported by ``oar.onnx.export`` and run by ONNX Runtime (its
+default graph optimizations, which fuse the QDQ pairs into int8 kernels), both at one thread.
 Reported per variant and engine: test accuracy (through that engine), file size, FLOPs
 (``oar.flops`` at batch 1), and latency at batch 64, timed in interleaved rounds: each round runs
 every engine of the model once, so the ratios compare samples taken within the same seconds.
@@ -42,7 +43,7 @@ import os  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
-from collections.abc import Callable  # noqa: E402
+from collections.abc import Callable, Iterator  # noqa: E402
 from dataclasses import dataclass  # noqa: E402
 
 import numpy as np  # noqa: E402
@@ -56,17 +57,15 @@ import oar.nn.functional as F  # noqa: E402
 import oar.vision.transforms as T  # noqa: E402
 from oar.static import InputSpec  # noqa: E402
 from oar.vision.datasets import Digits  # noqa: E402
-from oar.vision.models import LeNet  # noqa: E402
+from oar.vision.models import LeNet, resnet18  # noqa: E402
 
 BATCH = 64  # training, calibration and evaluation batches
 CALIBRATION_BATCHES = 4
 RESNET_TRAIN, RESNET_TEST = 4096, 1000
-EPOCHS = {"lenet": 3, "resnet": 3}
-# What each pruned variant prunes (FilterPruner.prune_vars' first argument). "pruned-inner": the
-# BasicBlocks' first convs, whose filters do not reach the residual sums; the stem's and the second
-# convs' filters are one group (the sums add them channel by channel), pruned together by 0.5 alone.
-PRUNE_RATIOS = {"pruned": 0.5, "pruned-inner": {"blocks.0.conv1.weight": 0.5, "blocks.1.conv1.weight": 0.5}}
-LR = {"lenet": 2e-3, "resnet": 2e-3, "fine-tune": 1e-3}
+EPOCHS = {"lenet": 3, "resnet": 3, "resnet18": 3}
+PRUNE_RATIO = 0.5
+LR = {"lenet": 2e-3, "resnet": 2e-3, "resnet18": 2e-3, "fine-tune": 1e-3}
+COSINE = {"resnet", "resnet18"}  # the subjects whose learning rate decays over the training
 QUICK = {"train": 256, "test": 128, "epochs": 1, "calibration": 2}
 
 Runner = Callable[[np.ndarray], np.ndarray]
@@ -118,21 +117,24 @@ def digits(mode: str) -> tuple[np.ndarray, np.ndarray]:
     return np.stack([data[i][0] for i in range(len(data))]), np.asarray(data.labels).reshape(-1).astype(np.int64)
 
 
-def subjects(quick: bool) -> list[Subject]:
-    """The two trained float32 models (--quick: on a few hundred images, one epoch)."""
+MODELS = {"lenet": LeNet, "resnet": lambda: PaddleAPIWorkloads(oar).model("resnet"),
+          "resnet18": lambda: resnet18(num_classes=suite.CIFAR_CLASSES)}
+
+
+def subjects(quick: bool) -> Iterator[Subject]:
+    """The trained float32 models, one by one (--quick: on a few hundred images, one epoch)."""
     sizes = (QUICK["train"], QUICK["test"]) if quick else (None, None)
-    data = {"lenet": (*digits("train"), *digits("test")),
-            "resnet": (*suite.synthetic_cifar(sizes[0] or RESNET_TRAIN, "train"),
-                       *suite.synthetic_cifar(sizes[1] or RESNET_TEST, "test"))}
-    out = []
-    for key, (x_train, y_train, x_test, y_test) in data.items():
+    cifar = (*suite.synthetic_cifar(sizes[0] or RESNET_TRAIN, "train"),
+             *suite.synthetic_cifar(sizes[1] or RESNET_TEST, "test"))
+    data = {"lenet": (*digits("train"), *digits("test")), "resnet": cifar, "resnet18": cifar}
+    for key in suite.W11_SUBJECTS:
+        x_train, y_train, x_test, y_test = data[key]
         x_train, y_train, x_test, y_test = x_train[:sizes[0]], y_train[:sizes[0]], x_test[:sizes[1]], y_test[:sizes[1]]
         oar.seed(0)
-        model = LeNet() if key == "lenet" else PaddleAPIWorkloads(oar).model("resnet")
+        model = MODELS[key]()
         epochs = QUICK["epochs"] if quick else EPOCHS[key]
-        seconds = train(model, x_train, y_train, epochs, LR[key], seed=0, cosine=key == "resnet")
-        out.append(Subject(key, model, x_train, y_train, x_test, y_test, seconds))
-    return out
+        seconds = train(model, x_train, y_train, epochs, LR[key], seed=0, cosine=key in COSINE)
+        yield Subject(key, model, x_train, y_train, x_test, y_test, seconds)
 
 
 # -- compression ---------------------------------------------------------------------------------
@@ -154,13 +156,28 @@ def ptq_int8(subject: Subject, batches: int, fuse: bool = True):
     return ptq.convert(observed)
 
 
-def pruned(subject: Subject, ratios, epochs: int) -> tuple[oar.nn.Layer, float]:
-    """A copy of ``subject``'s model with filters removed by their L1 norm (``prune_vars(ratios)``),
-    fine-tuned ``epochs``; and the fine-tuning's seconds."""
+def prune_ratios(variant: str, model: oar.nn.Layer) -> float | dict[str, float]:
+    """What ``variant`` prunes of ``model`` (``FilterPruner.prune_vars``' first argument). "pruned":
+    every conv; the convs whose outputs a residual sum adds channel by channel (the stem or a
+    downsample, and the blocks' second convs) are one group, pruned together. "pruned-inner": each
+    BasicBlock's first conv, ``<block>.conv1.weight`` (ResNet18's stem is ``conv1.weight``, in no
+    block), whose filters feed the block's second conv alone.
+
+    >>> prune_ratios("pruned-inner", MODELS["resnet"]())
+    {'blocks.0.conv1.weight': 0.5, 'blocks.1.conv1.weight': 0.5}
+    """
+    if variant == "pruned":
+        return PRUNE_RATIO
+    return {name: PRUNE_RATIO for name, _ in model.named_parameters() if name.endswith(".conv1.weight")}
+
+
+def pruned(subject: Subject, variant: str, epochs: int) -> tuple[oar.nn.Layer, float]:
+    """A copy of ``subject``'s model with ``variant``'s filters removed by their L1 norm
+    (``prune_vars(prune_ratios(variant, model))``), fine-tuned ``epochs``; and the fine-tuning's seconds."""
     from oar.slim.prune import L1NormFilterPruner
 
     model = copy.deepcopy(subject.model)
-    L1NormFilterPruner(model, [1, *subject.x_train.shape[1:]]).prune_vars(ratios)
+    L1NormFilterPruner(model, [1, *subject.x_train.shape[1:]]).prune_vars(prune_ratios(variant, model))
     seconds = train(model, subject.x_train, subject.y_train, epochs, LR["fine-tune"], seed=1, cosine=True)
     return model, seconds
 
@@ -230,8 +247,8 @@ def measure(subject: Subject, args: WorkerArgs, directory: str) -> list[Case]:
     calibration = QUICK["calibration"] if args.quick else CALIBRATION_BATCHES
     makers = {"int8": lambda: (ptq_int8(subject, calibration), None),
               "int8-unfused": lambda: (ptq_int8(subject, calibration, fuse=False), None),
-              **{variant: lambda ratios=ratios: pruned(subject, ratios, epochs=1)
-                 for variant, ratios in PRUNE_RATIOS.items()}}
+              **{variant: lambda variant=variant: pruned(subject, variant, epochs=1)
+                 for variant in suite.W11_PRUNED_VARIANTS}}
     compressions = {v: makers[v] for s, v in suite.w11_keys() if s == subject.key and v != "float32"}
     for variant, compress in compressions.items():
         try:

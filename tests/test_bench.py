@@ -131,7 +131,8 @@ def check_w11_tables(text: str, suite) -> None:
             assert abs(float(ort_accuracy.rstrip("%")) - float(oar_accuracy.rstrip("%"))) <= 3.0 and float(ort_ms) > 0, row
     targets = [row for name, row in rows.items() if name.endswith("(no target)") or " at least " in name
                or " within " in name]
-    assert len(targets) == 2 * 3 + 2 * 3, targets  # int8 per model; accuracy, FLOPs and speed per pruning
+    # int8's three per model; accuracy, FLOPs and speed per pruning, two prunings per ResNet
+    assert len(targets) == 3 * 3 + 2 * 2 * 3, targets
     assert all(row[2] in ("met", "**not met**", "—") and row[4] in ("met", "**not met**", "—") for row in targets)
 
 
@@ -154,6 +155,8 @@ def test_w11_targets_take_the_median_of_interleaved_round_ratios(bench_modules):
              case("lenet", "int8", "oar", [5.0, 10.0, 8.0], accuracy=0.935, bytes=100.0, flops=1000.0),
              case("resnet", "float32", "oar", [30.0, 30.0], accuracy=0.9, bytes=300.0, flops=1000.0),
              case("resnet", "pruned", "oar", [15.0, 20.0], accuracy=0.885, bytes=100.0, flops=500.0),
+             case("resnet18", "float32", "oar", [300.0], accuracy=0.932, bytes=4e7, flops=37_118_976.0),
+             case("resnet18", "pruned-inner", "oar", [150.0], accuracy=0.916, bytes=2e7, flops=19_998_720.0),
              *(case(s, v, "onnxruntime", [], unavailable=reason) for s, v in suite.w11_keys())]
     cells = {(c.case, c.column): c for c in cases}
     targets = {row["target"]: row for row in suite.w11_targets(cells)}
@@ -170,6 +173,10 @@ def test_w11_targets_take_the_median_of_interleaved_round_ratios(bench_modules):
     assert target(f"{pruned}: FLOPs")["oar"] == ("-50.0% (1,000 -> 500)", True)
     assert target(f"{pruned}: speed-up")["oar"] == ("1.75x (30 -> 17.5 ms)", None)  # rounds: 2x, 1.5x
     assert target("small ResNet, synthetic CIFAR: PTQ int8")["oar"] == ("—", None)  # not measured
+    inner = f"ResNet18, synthetic CIFAR, {suite.W11_VARIANTS['pruned-inner']}"
+    assert target(f"{inner}: test accuracy")["oar"] == ("91.6% vs 93.2% (-1.6)", True)
+    assert target(f"{inner}: FLOPs")["oar"] == ("-46.1% (37,118,976 -> 19,998,720)", True)
+    assert target(f"{inner}: speed-up")["oar"] == ("2.00x (300 -> 150 ms)", None)  # one round each
     assert all(row["onnxruntime"] == ("—", None) for row in targets.values())
 
     text = suite.w11_markdown(cells)
