@@ -186,5 +186,4 @@ def quantized_ops(program: Program) -> Program:
     return rewrite_quantized(program) if compiled_int8_kernels() else program
 
 
-PASSES = [quantized_ops]
 __all__ = ["quantized_ops", "rewrite_quantized", "compiled_int8_kernels"]
