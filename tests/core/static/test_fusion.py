@@ -164,7 +164,9 @@ def test_the_pass_runs_at_level_2_for_inference_only():
     assert "fuse_elementwise" in names(level=2, inference=True)
     assert "fuse_elementwise" not in names(level=2, inference=False)
     assert "fuse_elementwise" not in names(level=1, inference=True)
-    assert names(level=2, inference=True)[-1] == "fuse_elementwise"  # after the simplifications
+    chosen = select_passes(level=2, inference=True)
+    # after the simplifications: only other passes of its phase (a plugin's, such as oar-slim's) follow it
+    assert all(p.phase == "fuse_elementwise" for p in chosen[names(level=2, inference=True).index("fuse_elementwise"):])
 
 
 def test_to_static_runs_the_fused_program_and_matches_eager():
