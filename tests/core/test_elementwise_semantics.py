@@ -23,11 +23,10 @@ DTYPE_RULES = [
     ("int tensor + float scalar -> float32", lambda: t([1, 2]) + 1.5, "float32"),
     ("float scalar * int tensor -> float32", lambda: 0.5 * t([1, 2], "int32"), "float32"),
     ("int32 + int scalar stays int32", lambda: t([1, 2], "int32") + 1, "int32"),
-    ("int32 + int64 -> int64", lambda: t([1, 2], "int32") + t([1, 2]), "int64"),
-    ("int8 * uint8 -> int16", lambda: t([1, 2], "int8") * t([1, 2], "uint8"), "int16"),
+    ("int32 + 0-d int64 tensor stays int32", lambda: t([1, 2], "int32") + t(1), "int32"),
     ("float16 + float32 -> float32", lambda: t([1.0], "float16") + t([1.0]), "float32"),
     ("float16 * float scalar stays float16", lambda: t([1.0], "float16") * 2.0, "float16"),
-    ("float16 + int64 -> float16", lambda: t([1.0], "float16") + t([1]), "float16"),
+    ("float16 + 0-d int64 tensor -> float16", lambda: t([1.0], "float16") + t(1), "float16"),
     ("bfloat16 + float16 -> float32", lambda: t([1.0], "bfloat16") + t([1.0], "float16"), "float32"),
     ("int / int -> float32", lambda: t([3]) / t([2]), "float32"),
     ("int / int scalar -> float32", lambda: t([3], "int32") / 2, "float32"),
@@ -48,12 +47,12 @@ DTYPE_RULES = [
     ("sign of int8 stays int8", lambda: oar.sign(t([-3], "int8")), "int8"),
     ("clip of int stays int", lambda: oar.clip(t([5], "int16"), 0, 3), "int16"),
     ("scale of int stays int", lambda: oar.scale(t([5], "int32"), 2.0), "int32"),
-    ("maximum(int32, float16) -> float16", lambda: oar.maximum(t([1], "int32"), t([2.0], "float16")), "float16"),
-    ("where(c, int32, float32) -> float32", lambda: oar.where(t([True]), t([1], "int32"), t([2.0])), "float32"),
-    ("comparison -> bool", lambda: t([1.0]) < t([2]), "bool"),
+    ("maximum(float16, float32) -> float32", lambda: oar.maximum(t([1.0], "float16"), t([2.0])), "float32"),
+    ("where(c, int32, float scalar) -> float32", lambda: oar.where(t([True]), t([1], "int32"), 2.0), "float32"),
+    ("comparison -> bool", lambda: t([1.0]) < t([2.0], "float16"), "bool"),
     ("isnan -> bool", lambda: oar.isnan(t([1.0])), "bool"),
     ("logical_and of floats -> bool", lambda: oar.logical_and(t([1.0]), t([0.0])), "bool"),
-    ("int32 & int64 -> int64", lambda: t([6], "int32") & t([3]), "int64"),
+    ("int32 & int scalar stays int32", lambda: t([6], "int32") & 3, "int32"),
     ("~bool -> bool", lambda: ~t([True]), "bool"),
 ]
 
@@ -78,7 +77,8 @@ def test_values_of_mixed_dtype_arithmetic():
 def test_promotion_table(a, b, expected):
     assert oar.promote_types(a, b) == expected
     assert oar.promote_types(b, a) == expected
-    assert (oar.ones([1], dtype=a) + oar.ones([1], dtype=b)).dtype == expected
+    # tensors of two broad types meet only as 0-d tensors (Paddle 3 raises otherwise: test_type_promotion.py)
+    assert (oar.ones([], dtype=a) + oar.ones([], dtype=b)).dtype == expected
 
 
 # -- operators with numpy arrays and Python numbers ---------------------------------------------------
@@ -286,14 +286,15 @@ def test_bitwise_ops_reject_floats_and_pow_rejects_bools():
         oar.bitwise_and(t([1.0]), t([1]))
     with pytest.raises(DTypeError, match="bitwise_not: x must be an integer or bool tensor, got float64"):
         ~t([1.0], "float64")
-    with pytest.raises(DTypeError, match="pow: x must be an integer or floating tensor, got bool"):
-        t([True]) ** 2
+    with pytest.raises(DTypeError, match="pow: x and y must be an integer or floating tensor, got bool"):
+        t([True]) ** t([True])  # (a bool tensor ** an int number computes in int64, Paddle's scalar rule)
     with pytest.raises(DTypeError, match="subtract: x and y must be an integer or floating tensor, got bool"):
         t([True, False]) - t([True, True])
 
 
 def test_logical_ops_treat_nonzero_as_true():
-    assert oar.logical_and(t([0.0, 2.0, -1.0]), t([1, 1, 0])).tolist() == [False, True, False]
+    assert oar.logical_and(t([0.0, 2.0, -1.0]), t([1.0, 1.0, 0.0])).tolist() == [False, True, False]
+    assert oar.logical_and(t([0, 2, -1]), t([1, 1, 0])).tolist() == [False, True, False]
     assert oar.logical_not(t([0, 3])).tolist() == [True, False]
     assert oar.logical_xor(t([True, True]), t([True, False])).tolist() == [False, True]
 

@@ -172,11 +172,12 @@ def test_in_place_write_after_use_keeps_earlier_gradients_and_catches_stale_valu
         c.sum().backward()
 
 
-def test_getitem_returns_a_copy_not_a_view():
+def test_basic_getitem_is_a_view_and_an_index_tensor_copies():
     x = oar.to_tensor([[1.0, 2.0], [3.0, 4.0]])
-    row = x[0]
+    row, picked = x[0], x[[0]]
     x[0, 0] = 10.0
-    assert row.tolist() == [1.0, 2.0]
+    assert row.tolist() == [10.0, 2.0]  # a view, as in Paddle
+    assert picked.tolist() == [[1.0, 2.0]]  # advanced indexing copies
 
 
 def test_iteration_and_indexing_with_tensors_as_slice_bounds():

@@ -331,12 +331,15 @@ def test_nondifferentiable_result_detaches_a_non_leaf():
     assert h.stop_gradient and h.is_leaf and h.tolist() == [0.0, 0.0]
 
 
-def test_read_only_view_gets_its_own_buffer():
+def test_read_only_view_refuses_inplace_ops():
     base = oar.to_tensor([1.0, 2.0])
     view = oar.broadcast_to(base, [3, 2])
-    view.add_(1.0)
-    np.testing.assert_allclose(view.numpy(), [[2.0, 3.0]] * 3)
-    assert base.tolist() == [1.0, 2.0] and view._data.flags.writeable
+    with pytest.raises(ArgumentError, match="add_: .*read-only view made by op 'broadcast_to'.*x.clone()"):
+        view.add_(1.0)
+    assert base.tolist() == [1.0, 2.0] and base.inplace_version == 0
+    copy = view.clone()
+    copy.add_(1.0)  # a tensor of its own
+    np.testing.assert_allclose(copy.numpy(), [[2.0, 3.0]] * 3)
 
 
 def test_inplace_errors_name_the_op():

@@ -43,15 +43,15 @@ LAYERS: list[tuple[str, list[str]]] = [
         "oar._ops.assign", "oar._ops.inplace", "oar._ops", "oar._ops.tensor_methods",
     ]),
     ("L3 static graph", [
-        "oar._graph.program", "oar._graph.rewrite", "oar._graph.tracing", "oar._graph.executor",
-        "oar._graph.control_flow", "oar._graph.passes", "oar._graph.fusion", "oar._graph.static_backward",
-        "oar._graph",
+        "oar._graph.program", "oar._graph.rewrite", "oar._graph.symbolic", "oar._graph.tracing",
+        "oar._graph.executor", "oar._graph.control_flow", "oar._graph.passes", "oar._graph.fusion",
+        "oar._graph.static_backward", "oar._graph",
     ]),
     ("L4 public surfaces", [
         "oar.ops", "oar.utils", "oar.autograd", "oar.static.input", "oar.static.nn", "oar.static.passes",
-        "oar.static", "oar.jit.dy2static.transformer", "oar.jit.dy2static.runtime", "oar.jit.dy2static.convert",
-        "oar.jit.dy2static", "oar.jit._run_program", "oar.jit.api", "oar.jit.translated_layer",
-        "oar.jit._save_load", "oar.jit",
+        "oar.static", "oar.jit._guards", "oar.jit.dy2static.transformer", "oar.jit.dy2static.runtime",
+        "oar.jit.dy2static.convert", "oar.jit.dy2static", "oar.jit._run_program", "oar.jit.api",
+        "oar.jit.translated_layer", "oar.jit._save_load", "oar.jit",
     ]),
     ("L5 tools", ["oar.plugins._manager", "oar.plugins", "oar._builtin", "oar.testing", "oar.__main__"]),
     ("the package", ["oar"]),
@@ -63,10 +63,13 @@ REASONS = ("deferred (import time)", "optional dependency", "allowed cycle")
 # Code lines per layer: the combined budget of the engine and the op definitions is 10,000.
 BUDGETS = {
     "L0 foundations": 85,
-    "L1 eager engine": 2360,  # from 2250: oar.save's depth limit and stale temporaries, allocation errors (#24)
-    "L2 op definitions": 3750,
-    "L3 static graph": 2680,
-    "L4 public surfaces": 2470,
+    "L1 eager engine": 2566,  # from 2250: oar.save's depth limit and stale temporaries, allocation errors;
+    # +163: views that share memory with their base, and in-place writes through them (#24);
+    # +43: Paddle 3's type promotion, where it raises included (promoted_dtype, #24)
+    "L2 op definitions": 3804,  # +43: the view ops' view_inverse rules (#24); +11: Paddle's scalar operands (#24)
+    "L3 static graph": 2930,  # +250: to_static's guards on dynamic dims (symbolic) and errors naming the line (#24)
+    "L4 public surfaces": 2811,  # +330: to_static's guards on Python values, refused randomness and mutations (#24);
+    # +11: oar.utils.public_dir, a dir() of the public API only (#19)
     "L5 tools": 590,
     "the package": 120,
 }

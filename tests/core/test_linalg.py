@@ -90,11 +90,14 @@ def test_einsum_second_order_gradient_through_a_diagonal():
     np.testing.assert_allclose(gg.numpy(), np.diag([6.0, 24.0]))
 
 
-def test_matmul_mixed_dtypes_promote_and_gradients_keep_input_dtypes():
+def test_matmul_of_mixed_dtypes_raises_as_in_paddle():
+    # Paddle's matmul does no type promotion: its kernel takes one dtype (and static `a @ b`
+    # raises TypeError for float32 @ float64, test_tensor_type_promotion.py in Paddle).
     x = oar.to_tensor(np.ones((2, 3)), dtype="float32", stop_gradient=False)
     y = oar.to_tensor(np.ones((3, 2)), dtype="float64", stop_gradient=False)
-    out = oar.matmul(x, y)
-    assert out.dtype == oar.float64
+    with pytest.raises(DTypeError, match=r"matmul: x is float32, y is float64; .*x.astype\('float64'\)"):
+        oar.matmul(x, y)
+    out = oar.matmul(x.astype("float64"), y)
     out.sum().backward()
     assert x.grad.dtype == oar.float32 and y.grad.dtype == oar.float64
     np.testing.assert_allclose(x.grad.numpy(), np.full((2, 3), 2.0))

@@ -10,7 +10,7 @@ import pytest
 import oar
 from oar._engine.op import TensorMeta
 from oar._ops import shape as S
-from oar.errors import ArgumentError, ShapeError
+from oar.errors import ArgumentError, DTypeError, ShapeError
 from oar.ops import pad_axes
 
 
@@ -92,11 +92,12 @@ def test_concat_shape_errors_name_the_input_and_the_expected_shape():
         oar.stack([a, b])
 
 
-def test_concat_skips_zero_size_inputs_and_promotes_dtypes():
+def test_concat_skips_zero_size_inputs_and_refuses_mixed_dtypes():
     out = oar.concat([oar.zeros([0]), oar.ones([2, 3])])  # Paddle's dygraph drops empty inputs
     assert out.shape == [2, 3]
-    mixed = oar.concat([oar.to_tensor([1, 2]), oar.to_tensor([0.5])])
-    assert mixed.dtype == oar.float32 and mixed.tolist() == [1.0, 2.0, 0.5]
+    # Paddle: "All the Tensors in the input must have the same data type"
+    with pytest.raises(DTypeError, match=r"concat: x\[0\] is int64, x\[1\] is float32; concat does no type promotion"):
+        oar.concat([oar.to_tensor([1, 2]), oar.to_tensor([0.5])])
 
 
 def test_flatten_t_and_T_follow_paddle():

@@ -1,10 +1,10 @@
 """Tensors that alias another tensor's memory (the outputs of view ops) share its version counter.
 
-oar's view ops (reshape, transpose, slice, split, broadcast_to, ...) return numpy views of their
-input. An in-place op on a tensor that owns its buffer writes into that buffer, so every view of
-it changes too: a backward that saved a view must then raise oar's in-place error, as it does for
-the tensor itself. An in-place op on a view does not write into the base (it gives the view a
-buffer of its own), so the base keeps its values, its version and a correct gradient.
+oar's view ops (reshape, transpose, slice, split, basic indexing, broadcast_to, ...) return numpy
+views of their input, and ops with the ``alias`` trait (flip, a one-operand einsum) may. An
+in-place op on a tensor writes into its memory, so every view of it changes too: a backward that
+saved a view must then raise oar's in-place error, as it does for the tensor itself. An in-place
+op on a view writes into the base as well (Paddle's views; tests/core/test_views.py has the rest).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import pytest
 
 import oar
 from oar.errors import GradientError
+from oar.testing import numeric_gradient
 
 X = np.arange(1.0, 13.0).reshape(3, 4) / 7.0
 
@@ -25,6 +26,8 @@ VIEWS = [
     ("unsqueeze", lambda x: oar.unsqueeze(x, 0)),
     ("squeeze", lambda x: oar.squeeze(x.reshape([1, 3, 4]), 0)),
     ("flatten", lambda x: oar.flatten(x)),
+    ("getitem", lambda x: x[0]),
+    ("getitem_slice", lambda x: x[1:, ::2]),
     ("slice", lambda x: oar.slice(x, [0], [1], [3])),
     ("strided_slice", lambda x: oar.strided_slice(x, [1], [0], [4], [2])),
     ("split", lambda x: oar.split(x, 2, axis=1)[1]),
@@ -79,7 +82,7 @@ def test_inplace_on_nonleaf_base_after_a_view_was_saved_raises():
 def test_setitem_on_base_after_a_slice_was_saved_raises():
     w = param(np.ones([2, 4]))
     x = tensor()
-    first = x[0:2] * w  # getitem copies: not affected
+    first = x[[0, 1]] * w  # an index list copies: not affected
     s = oar.slice(x, [0], [1], [3])
     y = s * w  # saves s, a view of x
     x[1] = 10.0
@@ -112,9 +115,9 @@ def test_view_of_a_view():
         z.sum().backward()
 
 
-def test_inplace_on_a_view_leaves_the_base_and_its_gradient():
-    """In-place on a view gives the view a buffer of its own: the base's values, version and
-    gradient stay; a backward that saved the view itself raises."""
+def test_inplace_on_a_view_writes_into_the_base():
+    """In-place on a view writes into the base's memory, as in Paddle: both see the values and the
+    version; a backward that saved either raises, one that saved neither stays right."""
     a = param()
     x = a * 1.0
     z = x * x  # saves x
@@ -122,18 +125,18 @@ def test_inplace_on_a_view_leaves_the_base_and_its_gradient():
     y = v * 3.0
     s = v * v  # saves v
     v.add_(1.0)
-    np.testing.assert_array_equal(x.numpy(), X)
-    assert not np.shares_memory(v.numpy(copy=False), x.numpy(copy=False))
-    assert x.inplace_version == 0 and v.inplace_version == 1
-    x.add_(1.0)  # no longer moves v: they do not share memory now
-    assert x.inplace_version == 1 and v.inplace_version == 1
-    np.testing.assert_array_equal(v.numpy(), X.reshape(12) + 1.0)
+    np.testing.assert_array_equal(x.numpy(), X + 1.0)
+    assert np.shares_memory(v.numpy(copy=False), x.numpy(copy=False))
+    assert x.inplace_version == v.inplace_version == 1
+    x.add_(1.0)  # moves v too
+    assert x.inplace_version == v.inplace_version == 2
+    np.testing.assert_allclose(v.numpy(), X.reshape(12) + 1.0 + 1.0)
     (y.sum() * 1.0).backward(retain_graph=True)
     np.testing.assert_allclose(a.grad.numpy(), np.full_like(X, 3.0))
     with pytest.raises(GradientError, match="modified in place"):
         s.sum().backward()
     with pytest.raises(GradientError, match="modified in place"):
-        z.sum().backward()  # x itself was modified by x.add_
+        z.sum().backward()
 
 
 def test_output_that_is_its_input_buffer_shares_the_counter():
@@ -178,8 +181,8 @@ def test_single_operand_einsum_view():
 
 # (id, op that copies its input)
 COPIES = [
-    ("getitem", lambda x: x[0]),
-    ("getitem_slice", lambda x: x[1:, ::2]),
+    ("getitem_list", lambda x: x[[0, 2]]),
+    ("getitem_mask", lambda x: x[x > 0.5]),
     ("clone", lambda x: x.clone()),
     ("tile", lambda x: oar.tile(x, [1, 2])),
     ("concat", lambda x: oar.concat([x, x])),
@@ -203,15 +206,6 @@ def test_ops_that_copy_keep_their_own_counter(make_copy):
     assert x.inplace_version == 1
 
 
-def _finite_difference(f, x0, eps=1e-6):
-    grad = np.zeros_like(x0)
-    for i in np.ndindex(*x0.shape):
-        hi, lo = x0.copy(), x0.copy()
-        hi[i] += eps
-        lo[i] -= eps
-        grad[i] = (f(hi) - f(lo)) / (2 * eps)
-    return grad
-
 
 def _loss_with_views(x):
     """Views everywhere, no in-place on a saved tensor."""
@@ -227,7 +221,7 @@ def test_training_with_views_matches_finite_differences():
     x = param(x0)
     loss = _loss_with_views(x)
     loss.backward()
-    expected = _finite_difference(lambda v: float(_loss_with_views(tensor(v)).numpy()), x0)
+    expected = numeric_gradient(lambda v: float(_loss_with_views(tensor(v)).numpy()), x0)
     np.testing.assert_allclose(x.grad.numpy(), expected, rtol=1e-6, atol=1e-7)
 
 
@@ -236,19 +230,20 @@ def test_inplace_on_unsaved_view_keeps_gradients_right():
     a = param()
     x = a * 2.0
     v = x.reshape([12])
-    v.add_(1.0)  # v gets its own buffer; add's gradient is the identity
-    u = oar.unsqueeze(x, 0)
+    v.add_(1.0)  # writes into x; add's gradient is the identity
+    u = oar.unsqueeze(x, 0)  # 2a + 1
     y = oar.exp(u)  # exp saves its output, not u
     x2 = a + 0.0
-    x2.reshape([2, 6]).multiply_(tensor(np.full([2, 6], 3.0)))
+    x2.reshape([2, 6]).multiply_(tensor(np.full([2, 6], 3.0)))  # x2 is 3a now
     loss = (v * 2.0).sum() + y.sum() + x2.sum()
     loss.backward()
-    np.testing.assert_allclose(a.grad.numpy(), 4.0 + 2.0 * np.exp(2.0 * X) + 1.0)
+    np.testing.assert_allclose(a.grad.numpy(), 4.0 + 2.0 * np.exp(2.0 * X + 1.0) + 3.0)
 
 
 def test_every_op_whose_output_aliases_an_input_has_the_view_trait(monkeypatch):
     """Run the op table (contiguous and strided inputs): an output that shares memory with an
-    input must come from an op with the ``view`` trait, or in-place changes would go unseen."""
+    input must come from an op with the ``view`` or ``alias`` trait, or in-place changes would go
+    unseen."""
     from oar._engine import eager as _eager
     from oar.testing import check_output
 
@@ -261,7 +256,7 @@ def test_every_op_whose_output_aliases_an_input_has_the_view_trait(monkeypatch):
         result = apply(self, op, inputs, attrs)
         for o in result if type(result) is tuple else (result,):
             if any(np.shares_memory(o._data, t._data) for t in inputs if o._data.size):
-                aliasing.add((op.name, op.view))
+                aliasing.add((op.name, op.aliases))
         return result
 
     monkeypatch.setattr(_eager.EagerMode, "apply", checked_apply)

@@ -12,19 +12,10 @@ import oar
 from oar.errors import ArgumentError
 from oar.jit import GraphBreakError, StaticFunction, to_static
 from oar.static import BuildStrategy, InputSpec
+from oar.testing import line_of
 
 THIS_FILE = __file__
 
-
-def line_of(fn, text: str) -> int:
-    """The line number in this file of the first line of ``fn``'s source containing ``text``."""
-    import inspect
-
-    lines, start = inspect.getsourcelines(fn)
-    for i, line in enumerate(lines):
-        if text in line:
-            return start + i
-    raise AssertionError(f"{text!r} not in {fn.__name__}")
 
 
 # -- printing -----------------------------------------------------------------------------------

@@ -6,7 +6,6 @@ the line. Core only (no oar.nn)."""
 from __future__ import annotations
 
 import ast
-import inspect
 import os
 import pathlib
 import subprocess
@@ -22,16 +21,10 @@ import oar
 from oar.jit import GraphBreakError, to_static
 from oar.jit.dy2static import UndefinedVariableError, convert_function, why_not_converted
 from oar.static import InputSpec
+from oar.testing import line_of
 
 THIS_FILE = __file__
 
-
-def line_of(fn, text: str) -> int:
-    lines, start = inspect.getsourcelines(fn)
-    for i, line in enumerate(lines):
-        if text in line:
-            return start + i
-    raise AssertionError(f"{text!r} not in {fn.__name__}")
 
 
 def ops_of(program) -> list[str]:

@@ -10,6 +10,7 @@ __doc__ = """oar: a deep-learning framework with PaddlePaddle's API, on numpy, e
 """
 
 import importlib as _importlib
+import importlib.util as _importlib_util
 
 from oar import errors  # noqa: E402
 from oar._engine import memory as _memory  # noqa: E402
@@ -103,33 +104,44 @@ _LAZY_ATTRS = {  # name -> (module, attribute)
 }
 
 
+# oar's distributions install from a clone of its repository (none is on a package index), from
+# packages/<name> for oar-<name>, plugins/oar-<name> for a plugin; a planned one has no folder there
+# yet. tests/core/test_namespace_hygiene.py holds both sets to the repository.
+_PLUGINS = {"oar-amp", "oar-onnx"}
+_PLANNED = {"oar-distributed"}
+
+
+def _absent(name: str, module_name: str) -> AttributeError:
+    """Why ``oar.<name>`` is missing: ``module_name``, which serves it, comes with a distribution
+    that is not installed, or that is planned and not written yet."""
+    dist = _LAZY_MODULES[module_name.split(".")[1]]
+    folder = f"plugins/{dist}" if dist in _PLUGINS else f"packages/{dist.removeprefix('oar-')}"
+    install = f"from a clone of oar's repository: pip install ./{folder}"
+    if dist in _PLANNED:
+        return AttributeError(f"oar.{name} is planned: it will come with the {dist} package, not written yet; "
+                              f"once it is, {install}")
+    return AttributeError(f"oar.{name} is not installed: it comes with the {dist} package, which is on no "
+                          f"package index; {install}")
+
+
 def __getattr__(name: str):
-    if name in _LAZY_MODULES:
-        try:
-            module = _importlib.import_module(f"oar.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"oar.{name}":
-                raise
-            raise AttributeError(
-                f"oar.{name} is not installed: it comes with the {_LAZY_MODULES[name]} package "
-                f"(pip install {_LAZY_MODULES[name]})"
-            ) from None
-        globals()[name] = module
-        return module
-    if name in _LAZY_ATTRS:
-        module_name, attr = _LAZY_ATTRS[name]
-        try:
-            module = _importlib.import_module(module_name)
-        except ModuleNotFoundError as exc:
-            if exc.name != module_name:
-                raise
-            dist = _LAZY_MODULES.get(module_name.split(".")[1], "the package that provides it")
-            raise AttributeError(f"oar.{name} is not installed: it comes with {dist} (pip install {dist})") from None
-        value = getattr(module, attr)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'oar' has no attribute {name!r}")
+    if name not in _LAZY_MODULES and name not in _LAZY_ATTRS:
+        raise AttributeError(f"module 'oar' has no attribute {name!r}")
+    module_name, attr = _LAZY_ATTRS.get(name, (f"oar.{name}", None))
+    try:
+        module = _importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name != module_name:
+            raise
+        raise _absent(name, module_name) from None
+    value = module if attr is None else getattr(module, attr)
+    globals()[name] = value
+    return value
 
 
 def __dir__():
-    return sorted(set(globals()) | set(_LAZY_MODULES) | set(_LAZY_ATTRS))
+    # What works here: the public names, without module plumbing (oar._engine, _LAZY_MODULES, ...) and
+    # without the subpackages and conveniences whose distribution is absent (find_spec imports nothing).
+    public = {name for name in globals() if not name.startswith("_")} | {"__version__"}
+    modules = {**{name: f"oar.{name}" for name in _LAZY_MODULES}, **{n: m for n, (m, _) in _LAZY_ATTRS.items()}}
+    return sorted(public | {name for name, module in modules.items() if _importlib_util.find_spec(module)})

@@ -36,10 +36,15 @@ from oar._engine.dtypes import ALL_DTYPES as ALL_DTYPES
 from oar._engine.dtypes import FLOAT_DTYPES as FLOAT_DTYPES
 from oar._engine.dtypes import INT_DTYPES as INT_DTYPES
 from oar._engine.dtypes import NP_TO_DTYPE as NP_TO_DTYPE
+from oar._engine.dtypes import PROMOTE_FLOATS as PROMOTE_FLOATS
+from oar._engine.dtypes import PROMOTE_FLOATS_0D as PROMOTE_FLOATS_0D
 from oar._engine.dtypes import PROMOTION_TABLE as PROMOTION_TABLE
+from oar._engine.dtypes import SAME_DTYPE as SAME_DTYPE
 from oar._engine.dtypes import DType as DType
 from oar._engine.dtypes import default_float as default_float
 from oar._engine.dtypes import get_dtype as get_dtype
+from oar._engine.dtypes import promoted_dtype as promoted_dtype
+from oar._engine.dtypes import scalar_operand_dtype as scalar_operand_dtype
 from oar._engine.eager import explain_failure as explain_failure
 from oar._engine.eager import resolve_kernel as resolve_kernel
 from oar._engine.inplace import apply_inplace as apply_inplace
@@ -138,7 +143,7 @@ __all__ = [
     "normalize_axis", "normalize_axes", "unbroadcast",
     # dtypes
     "DType", "get_dtype", "default_float", "NP_TO_DTYPE", "PROMOTION_TABLE", "ALL_DTYPES", "FLOAT_DTYPES",
-    "INT_DTYPES",
+    "INT_DTYPES", "PROMOTE_FLOATS", "PROMOTE_FLOATS_0D", "SAME_DTYPE", "promoted_dtype", "scalar_operand_dtype",
     # core ops and helpers other packages' ops are written with
     "sum_op", "matmul_op", "erf_op", "sigmoid", "matmul_shape", "PRODUCT_DTYPES", "reshape_to", "pad_axes",
     "default_generator", "fused_elementwise", "cached_for", "check_dtypes", "evaluate_chain",

@@ -5,6 +5,11 @@ is eager execution (``oar._engine.eager``, which puts itself there): it runs the
 records a tape node when a gradient is needed. Tracing (to_static) and wrappers such as autocast
 push their own mode, which may rewrite the call and delegate to the mode below
 (``Mode.apply_below``).
+
+A mode that rewrites calls (autocast) sets ``outermost``: it stays above the modes pushed after
+it, so that to_static's tracer, pushed inside an ``auto_cast`` block, records the rewritten call
+(the casts and the op on the cast inputs), not the call the user wrote. Its ``capture_key`` says
+what a capture made under it depends on; to_static keys its cached programs by it.
 """
 
 from __future__ import annotations
@@ -13,7 +18,20 @@ from typing import Any
 
 
 class Mode:
-    """A way of binding op calls; modes stack (``with mode: ...``)."""
+    """A way of binding op calls; modes stack (``with mode: ...``).
+
+    ``outermost = True``: the mode rewrites calls before anything records them (autocast), so a
+    mode pushed after it (to_static's tracer, a recorder) goes in under it. ``capture_key``: what a
+    to_static capture made under this mode depends on (a hashable value, such as autocast's level
+    and dtype), or None when the mode does not change what is captured; to_static caches one
+    program per key, and replays it through the mode when called under it again, so the mode must
+    leave the calls it produced unchanged (autocast's cast inputs already have their dtype).
+    ``outermost`` is read when a mode enters, ``capture_key`` on each to_static call (a property
+    may compute it).
+    """
+
+    outermost: bool = False
+    capture_key: Any = None
 
     def apply(self, op, inputs: tuple, attrs: dict):
         raise NotImplementedError
@@ -32,7 +50,11 @@ class Mode:
         A mode that captures a program, which cannot hold it, breaks the graph; most modes ignore it."""
 
     def __enter__(self):
-        _mode_stack.append(self)
+        at = len(_mode_stack)
+        if not self.outermost:
+            while at > 1 and _mode_stack[at - 1].outermost:  # under the rewriting modes, which see calls first
+                at -= 1
+        _mode_stack.insert(at, self)
         return self
 
     def __exit__(self, *exc):
@@ -62,3 +84,9 @@ def eager_mode() -> Mode:
 def modes_above_eager() -> list[Mode]:
     """The modes pushed over eager execution, bottom first (empty in plain eager code)."""
     return _mode_stack[1:]
+
+
+def capture_keys() -> tuple:
+    """The ``capture_key`` of each mode above eager that has one, bottom first (empty in plain
+    eager code): what to_static adds to the cache key of a call."""
+    return tuple(key for key in (m.capture_key for m in _mode_stack[1:]) if key is not None)

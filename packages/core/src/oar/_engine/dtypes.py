@@ -123,10 +123,14 @@ def default_float() -> DType:
 
 
 # ---------------------------------------------------------------------------------------------
-# Type promotion: one table, computed once from Paddle's (and PyTorch's) rules.
-# The result takes the highest category among the operands (bool < int < float); within that
-# category, the operands of that category promote as numpy does, except that float16 with
-# bfloat16 gives float32. So int64 + float16 -> float16 (not numpy's float64).
+# Type promotion: Paddle 3's rules (docs/core.md, "Type promotion", says where each comes from).
+#
+# PROMOTION_TABLE is Paddle's ``promoteTypes`` lookup (paddle/phi/common/type_promotion.h): the
+# highest category among the operands (bool < int < float), within it numpy's widening, except
+# that float16 with bfloat16 gives float32; so int64 with float16 gives float16. Which operands
+# may be promoted at all is a second question, answered by ``promoted_dtype``: tensors of two
+# dtypes meet only when both are floating (Paddle raises otherwise), and a Python number adopts
+# the tensor's dtype (``scalar_operand_dtype``).
 # ---------------------------------------------------------------------------------------------
 _KIND_RANK = {"bool": 0, "int": 1, "float": 2}
 
@@ -150,5 +154,96 @@ PROMOTION_TABLE: dict[tuple[DType, DType], DType] = {
 
 
 def promote_types(a, b) -> DType:
-    """The dtype two operands of a binary op compute in: ``promote_types('int32', 'float16')``."""
+    """Paddle's promotion table: the dtype ``a`` and ``b`` compute in where they may meet.
+
+    Whether two *tensors* of these dtypes may meet at all is ``promoted_dtype``'s question
+    (Paddle 3 mixes only floating tensors).
+
+    >>> import oar
+    >>> oar.promote_types('float16', 'float32'), oar.promote_types('int32', 'float16')
+    (oar.float32, oar.float16)
+    """
     return PROMOTION_TABLE[get_dtype(a), get_dtype(b)]
+
+
+# What an op does with tensor inputs of different dtypes, declared as ``Op(promote=...)``:
+PROMOTE_FLOATS = "floats"  # floating inputs promote to the wider; any other mix raises DTypeError
+PROMOTE_FLOATS_0D = "floats_0d"  # as PROMOTE_FLOATS, and a 0-d tensor operand counts as a scalar
+SAME_DTYPE = "same"  # no promotion: inputs of different dtypes raise DTypeError
+PROMOTION_RULES = (PROMOTE_FLOATS, PROMOTE_FLOATS_0D, SAME_DTYPE)
+
+
+def _broad_type(d: DType) -> str | None:
+    """Paddle's broad types for 0-d operands: ints, floats; bool is of neither."""
+    return "int" if d.is_integer else "float" if d.is_floating else None
+
+
+def _mix_error(op: str, rule: str, dtypes, names) -> DTypeError:
+    target = dtypes[0]
+    for d in dtypes[1:]:
+        target = PROMOTION_TABLE[target, d]
+    shown = ", ".join(f"{n} is {d.name}" for n, d in zip(names, dtypes))
+    cast = [n for n, d in zip(names, dtypes) if d is not target]
+    fix = " and ".join(f"{n}.astype('{target.name}')" for n in cast)
+    if rule == SAME_DTYPE:
+        why = f"{op} does no type promotion (as in Paddle): its inputs need one dtype"
+    else:
+        why = ("Paddle 3 promotes tensors of different dtypes only between floating types "
+               "(float16, bfloat16, float32, float64), and raises for this mix")
+    return DTypeError(f"{op}: {shown}; {why}. Cast explicitly first, e.g. {fix}")
+
+
+def promoted_dtype(op: str, rule: str, dtypes, ndims=None, names=None) -> DType:
+    """The dtype that tensor inputs of ``dtypes`` compute in under ``rule``, or a DTypeError.
+
+    ``rule`` is an op's ``promote`` (``PROMOTE_FLOATS``, ``PROMOTE_FLOATS_0D``, ``SAME_DTYPE``);
+    ``ndims`` the inputs' ranks, which ``PROMOTE_FLOATS_0D`` reads: there, as in Paddle, a 0-d
+    tensor beside an n-d one of its broad type (int with int, float with float) takes the n-d
+    one's dtype, and of different broad types (or both 0-d) the two follow the promotion table
+    without raising.
+
+    >>> import oar
+    >>> from oar.ops import PROMOTE_FLOATS, promoted_dtype
+    >>> promoted_dtype("add", PROMOTE_FLOATS, [oar.float16, oar.float32])
+    oar.float32
+    >>> try:
+    ...     promoted_dtype("add", PROMOTE_FLOATS, [oar.int64, oar.float32])
+    ... except oar.errors.DTypeError as err:
+    ...     print(str(err).split(";")[0], "...", str(err).split("e.g. ")[1])
+    add: x is int64, y is float32 ... x.astype('float32')
+    """
+    dtypes = list(dtypes)
+    first = dtypes[0]
+    if all(d is first for d in dtypes[1:]):
+        return first
+    names = names or (["x", "y"] if len(dtypes) == 2 else [f"x[{i}]" for i in range(len(dtypes))])
+    if rule == PROMOTE_FLOATS_0D and ndims is not None and len(dtypes) == 2 and 0 in ndims:
+        a, b = dtypes
+        if _broad_type(a) is not None and _broad_type(a) == _broad_type(b) and list(ndims) != [0, 0]:
+            return b if ndims[0] == 0 else a
+        return PROMOTION_TABLE[a, b]
+    if rule != SAME_DTYPE and all(d.is_floating for d in dtypes):
+        out = first
+        for d in dtypes[1:]:
+            out = PROMOTION_TABLE[out, d]
+        return out
+    raise _mix_error(op, rule, dtypes, names)
+
+
+def scalar_operand_dtype(tensor_dtype: DType, scalar) -> DType:
+    """The dtype a tensor and a Python number compute in (Paddle's Tensor-Scalar rule).
+
+    The number adopts the tensor's dtype when both are of one broad type (a bool number goes
+    with any tensor); otherwise an int number makes a bool tensor int64 and a float number makes
+    an int or bool tensor float32. Paddle casts to float32 here whatever the default dtype.
+
+    >>> import oar
+    >>> from oar.ops import scalar_operand_dtype
+    >>> scalar_operand_dtype(oar.float16, 2.5), scalar_operand_dtype(oar.int32, 2.5)
+    (oar.float16, oar.float32)
+    """
+    if isinstance(scalar, (bool, np.bool_)):
+        return tensor_dtype
+    if isinstance(scalar, (int, np.integer)):
+        return int64 if tensor_dtype.is_bool else tensor_dtype
+    return tensor_dtype if tensor_dtype.is_floating else float32

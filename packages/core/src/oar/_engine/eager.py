@@ -5,9 +5,10 @@ it, and does no autograd work unless an input needs a gradient. Shape and dtype 
 the op's meta function runs only when a kernel raises, to turn a numpy error into an error in the
 user's terms (``explain_failure``).
 
-Ops with ``promote=True`` get inputs of one dtype (``PROMOTION_TABLE``): the engine casts the
-others with core's ``cast`` op, looked up in the op registry, so the cast is recorded on the tape
-like any op and the engine imports no op definition.
+Ops that declare ``promote`` get inputs of one dtype by Paddle 3's rules (``promoted_dtype``:
+floats promote, other mixes raise a DTypeError): the engine casts the others with core's ``cast``
+op, looked up in the op registry, so the cast is recorded on the tape like any op and the engine
+imports no op definition.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from oar._engine.memory import allocation_error
 from oar._engine.op import Op, TensorMeta
 from oar._engine.registries import KERNELS, OPS
 from oar._engine.tape import Node
-from oar._engine.tensor import Tensor
+from oar._engine.tensor import Tensor, register_view
 from oar.errors import DeviceError, DTypeError, KernelError, OarError, RegistryError
 
 grad_enabled = True  # read on every op call: a module global is the fastest lookup
@@ -105,12 +106,10 @@ def explain_failure(op: Op, inputs: tuple, attrs: dict, exc: Exception) -> Excep
 
 
 def _promote_inputs(op: Op, inputs: tuple) -> tuple:
-    target = None
-    for i, t in enumerate(inputs):
-        if i in op.nondiff_inputs:
-            continue
-        d = _dt.NP_TO_DTYPE[t._data.dtype]
-        target = d if target is None else _dt.PROMOTION_TABLE[target, d]
+    operands = [t for i, t in enumerate(inputs) if i not in op.nondiff_inputs]
+    names = [f"x[{i}]" for i in range(len(operands))] if "shape" in op.traits else None  # concat's list
+    target = _dt.promoted_dtype(op.name, op.promote, [_dt.NP_TO_DTYPE[t._data.dtype] for t in operands],
+                                [t._data.ndim for t in operands], names)
     cast = OPS.get("cast")
     return tuple(
         t if i in op.nondiff_inputs or t._data.dtype == target.np else dispatch(cast, (t,), {"dtype": target.name})
@@ -154,8 +153,11 @@ class EagerMode(Mode):
                     out = kernel(a._data, b._data, c._data, **attrs)
             except Exception as exc:
                 raise explain_failure(op, inputs, attrs, exc) from exc
-            if type(out) is np.ndarray and not op.view and not (needs_grad and grad_enabled and op.grad is not None):
-                return _wrap(out, backend, True, None, 0, None)
+            if type(out) is np.ndarray and not (needs_grad and grad_enabled and op.grad is not None):
+                result = _wrap(out, backend, True, None, 0, None)
+                if op.aliases:
+                    _share_versions(op, attrs, inputs, (result,))
+                return result
             return self._finish(op, inputs, attrs, out, backend)
         if inputs:
             first = inputs[0]
@@ -204,8 +206,8 @@ class EagerMode(Mode):
                 result = tuple([_wrap(o, backend, True, None, 0, None) for o in out])
             else:
                 result = _record(op, attrs, inputs, out, backend)
-            if op.view:
-                _share_versions(inputs, result)
+            if op.aliases:
+                _share_versions(op, attrs, inputs, result)
             return result
         if type(out) is not np.ndarray and backend == "cpu":
             out = np.asarray(out)
@@ -213,43 +215,50 @@ class EagerMode(Mode):
             result = _wrap(out, backend, True, None, 0, None)
         else:
             result = _record(op, attrs, inputs, (out,), backend)[0]
-        if op.view:
-            _share_versions(inputs, (result,))
+        if op.aliases:
+            _share_versions(op, attrs, inputs, (result,))
         return result
 
 
-def _share_versions(inputs, outputs) -> None:
-    """Give each output that aliases an input's memory that input's version counter.
+def _share_versions(op: Op, attrs: dict, inputs, outputs) -> None:
+    """Give each output that aliases an input's memory that input's version counter; an output
+    of a ``view`` op that aliases its one input becomes a view of it (``register_view``).
 
-    An in-place op on a tensor that owns its buffer writes into it, so it changes every view of
-    that buffer too; with one counter, a backward that saved the view (or the base) sees the
+    An in-place op writes into the memory of the tensor it modifies, so it changes every view of
+    that memory too; with one counter, a backward that saved the view (or the base) sees the
     change and raises instead of computing a wrong gradient (``detach()`` shares it the same
-    way). Only ops with the ``view`` trait can alias, so other ops pay nothing for this.
+    way). Only ops with the ``view`` or ``alias`` trait can alias, so other ops pay nothing for this.
 
     A recorded output keeps its node's own counter in the node: view ops' gradient rules read
     their inputs and shapes, never their outputs.
     """
+    view = op.view and len(inputs) == 1
+    i = 0
     for o in outputs:
         data = o._data
         for t in inputs:
-            if data is t._data or (type(data) is np.ndarray and type(t._data) is np.ndarray
-                                   and np.may_share_memory(data, t._data)):
+            src = t._data
+            if data is src or (type(data) is np.ndarray and type(src) is np.ndarray and data.base is not None
+                               and (data.base is src or np.may_share_memory(data, src))):
                 vc = t._vc
                 if vc is None:
                     vc = t._vc = [0]
                 o._vc = vc
+                if view and type(data) is np.ndarray:  # a device buffer's views are not known
+                    register_view(o, t, (op, attrs, i))
                 break
+        i += 1
 
 
 def _record(op, attrs, inputs, outs, backend):
     if len(outs) == 1:  # the common case, without the generator below
         out, vc = outs[0], [0]
         node = Node(op, attrs, inputs, outs, (vc,), backend)
-        return (_wrap(out, backend, out.dtype.kind not in "fc", node, 0, vc),)
+        return (_wrap(out, backend, out.dtype.kind not in "fcV", node, 0, vc),)  # V: ml_dtypes' bfloat16
     vcs = tuple([0] for _ in outs)
     node = Node(op, attrs, inputs, outs, vcs, backend)
     return tuple(
-        _wrap(o, backend, o.dtype.kind not in "fc", node, i, vc)
+        _wrap(o, backend, o.dtype.kind not in "fcV", node, i, vc)
         for i, (o, vc) in enumerate(zip(outs, vcs))
     )
 

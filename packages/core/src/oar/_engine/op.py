@@ -53,7 +53,8 @@ KNOWN_TRAITS = frozenset({
     "binary",  # two tensor inputs broadcast against each other
     "reduction",  # reduces over `axis`
     "shape",  # moves or reshapes data, no arithmetic
-    "view",  # output may alias the input's memory
+    "view",  # output is a view of input 0 (Paddle's view ops): in-place writes through it reach input 0
+    "alias",  # output may be an input's memory without being a view (flip): it shares its version counter
     "nondiff",  # no gradient: integer/bool outputs, comparisons, argmax, ...
     "random",  # draws from the global generator
     "inplace",  # writes into its first input
@@ -111,7 +112,11 @@ class Op:
         traits: a subset of ``KNOWN_TRAITS``.
         amp: the AMP category (``"low_precision"``, ``"fp32"`` or ``"promote"``).
         float_only: integer and bool inputs compute in the default float dtype.
-        promote: tensor inputs are cast to their common dtype (``PROMOTION_TABLE``) first.
+        promote: what inputs of different dtypes do (Paddle 3's rules, docs/core.md): ``True`` or
+            ``"floats"`` (``PROMOTE_FLOATS``) casts floating inputs to the widest and raises a
+            ``DTypeError`` for any other mix; ``"floats_0d"`` also lets a 0-d tensor operand
+            follow the scalar rule (add, compare, ...); ``"same"`` raises for any mix (matmul,
+            concat). ``False``: the kernel gets the inputs as they are (indices, masks).
         dtypes: dtypes the reference kernel supports natively; other float dtypes compute in
             float32 and are cast back.
         num_outputs: number of outputs (``None``: the kernel returns a variable-length tuple).
@@ -131,7 +136,7 @@ class Op:
 
     __slots__ = (
         "name", "reference", "meta", "grad", "traits", "amp", "float_only", "promote", "dtypes",
-        "num_outputs", "nondiff_inputs", "view", "per_sample", "lowerings", "paddle", "_kernels", "__weakref__",
+        "num_outputs", "nondiff_inputs", "view", "aliases", "view_inverse", "per_sample", "lowerings", "paddle", "_kernels", "__weakref__",
     )
 
     def __init__(
@@ -144,7 +149,7 @@ class Op:
         traits: Iterable[str] = (),
         amp: str = AMP_PROMOTE,
         float_only: bool = False,
-        promote: bool = False,
+        promote: bool | str = False,
         dtypes: Iterable[_dt.DType] | None = None,
         num_outputs: int | None = 1,
         nondiff_inputs: Iterable[int] = (),
@@ -166,9 +171,14 @@ class Op:
         self.meta = meta
         self.grad = grad
         self.traits = traits
-        self.view = "view" in traits  # read on every eager call: a slot, not a set lookup
+        self.view = "view" in traits
+        self.aliases = self.view or "alias" in traits  # read on every eager call: a slot, not a set lookup
+        self.view_inverse = None  # set by defview_inverse
         self.amp = amp
         self.float_only = float_only
+        promote = _dt.PROMOTE_FLOATS if promote is True else promote or None
+        if promote is not None and promote not in _dt.PROMOTION_RULES:
+            raise ValueError(f"op {name!r}: unknown promote rule {promote!r}; known: True, {_dt.PROMOTION_RULES}")
         self.promote = promote
         self.dtypes = frozenset(dtypes) if dtypes is not None else frozenset(_dt.ALL_DTYPES)
         self.num_outputs = num_outputs
@@ -190,6 +200,16 @@ class Op:
         every backend and can be differentiated again.
         """
         self.grad = rule
+        return rule
+
+    def defview_inverse(self, rule: Callable[..., Any]) -> Callable[..., Any]:
+        """Decorator for an op with the ``view`` trait: how an in-place write through its view
+        reaches the base, ``rule(base, value, attrs, index) -> Tensor``: ``base`` with the elements
+        that output ``index`` views replaced by ``value``, written with oar ops (a ``setitem``, a
+        reshape back), so that autograd and to_static record it (``oar._engine.inplace``). A view
+        op without one (``broadcast_to``) makes read-only views.
+        """
+        self.view_inverse = rule
         return rule
 
     def lowering(self, target: str) -> Callable[[Any], Any]:

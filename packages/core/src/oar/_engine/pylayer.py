@@ -261,7 +261,7 @@ class PyLayer:
         non_diff = {id(t) for t in ctx.non_differentiable}
         wrapped = []
         for k, (t, vc) in enumerate(zip(outs, vcs)):
-            if id(t) in non_diff or t._data.dtype.kind not in "fc":
+            if id(t) in non_diff or t._data.dtype.kind not in "fcV":
                 wrapped.append(Tensor._wrap(t._data, t._backend, True, None, 0, None))
             else:
                 wrapped.append(Tensor._wrap(t._data, t._backend, False, node, k, vc))

@@ -83,7 +83,7 @@ class Node:
                     f"in-place op"
                 )
             # Integer and bool outputs never carry a gradient, here as when the op ran.
-            outs.append(Tensor._wrap(data, self.backend, data.dtype.kind not in "fc", self, i, vc))
+            outs.append(Tensor._wrap(data, self.backend, data.dtype.kind not in "fcV", self, i, vc))
         return tuple(outs)
 
     def output(self, i: int):
@@ -96,7 +96,7 @@ class Node:
                 f"op {self.op.name!r} needs its output {i} for the backward pass, but that tensor was "
                 f"modified in place after the forward; call .clone() before the in-place op"
             )
-        return Tensor._wrap(data, self.backend, data.dtype.kind not in "fc", self, i, vc)
+        return Tensor._wrap(data, self.backend, data.dtype.kind not in "fcV", self, i, vc)
 
     @property
     def out(self):

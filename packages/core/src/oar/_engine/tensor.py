@@ -26,6 +26,62 @@ _name_counter = itertools.count()
 # ``item()``, ``float()``, ``bool()``, ...): to_static's tracer puts a check here that turns a
 # read of a traced value into a graph break instead of a value baked into the program.
 DATA_WATCHERS: list = []
+# Called with a tensor whose shape (``"shape"``) or size (``"size"``) Python reads: to_static's
+# tracer hands out a dynamic dim as a SymInt there, so that decisions on it are guarded.
+SHAPE_WATCHERS: list = []
+
+
+class View:
+    """How a tensor shares memory with other tensors (``Tensor._view``; None for most tensors).
+
+    A view (an output of an op with the ``view`` trait) has ``base``, the tensor whose memory it
+    is, and ``chain``, the view ops from ``base`` to it as ``(op, attrs, output index)``; a view of
+    a view has the same base and a longer chain. ``x.detach()`` of a view (or of a tensor others
+    view) is ``detached``: it writes into that memory, but autograd does not tie it to the base. A
+    tensor that views were made of has ``views``, weak references to them, which an in-place op
+    that changes its history follows (``oar._engine.inplace``); if it is no view itself, its
+    ``View`` has ``base`` None.
+    """
+
+    __slots__ = ("base", "chain", "views", "detached")
+
+    def __init__(self, base, chain: tuple, detached: bool = False):
+        self.base, self.chain, self.views, self.detached = base, chain, None, detached
+
+    def live_views(self, base) -> list:
+        """The views of ``base`` (whose ``View`` this is) that are alive and still its views."""
+        found = []
+        for ref in self.views or ():
+            v = ref()
+            if v is not None and v._view is not None and v._view.base is base:
+                found.append(v)
+        return found
+
+
+def register_view(out: Tensor, src: Tensor, step: tuple) -> None:
+    """Record that ``out`` is a view of ``src`` made by ``step`` (``(op, attrs, output index)``);
+    every view op's call runs it."""
+    view = src._view
+    if view is None:
+        view = src._view = View(None, ())
+        out._view = View(src, (step,))
+    elif view.base is None or view.detached:  # a view of a tensor that has views (or is a detach())
+        out._view = View(src, (step,))
+    else:  # a view of a view: the same base
+        out._view = View(view.base, view.chain + (step,))
+        view = view.base._view
+    _remember(view, out)
+
+
+def _remember(view: View, t: Tensor) -> None:
+    """Add ``t`` to the weak references of ``view`` (its base's), forgetting the dead now and then."""
+    refs = view.views
+    if refs is None:
+        refs = view.views = []
+    refs.append(weakref.ref(t))
+    n = len(refs)
+    if n >= 64 and not n & (n - 1):  # at each power of two: drop the dead, amortised O(1)
+        refs[:] = [r for r in refs if r() is not None]
 
 
 class _HookHandle:
@@ -52,7 +108,7 @@ class Tensor:
 
     __slots__ = (
         "_data", "_backend", "stop_gradient", "_grad", "_node", "_out_index", "_vc", "_hooks",
-        "_name", "persistable", "__weakref__",
+        "_name", "persistable", "_view", "__weakref__",
     )
     __array_priority__ = 100  # numpy defers to Tensor's reflected operators
 
@@ -62,7 +118,7 @@ class Tensor:
 
     def _init_from(self, data, backend, stop_gradient) -> None:
         self._data, self._backend, self.stop_gradient, self._out_index, self.persistable = data, backend, stop_gradient, 0, False
-        self._grad = self._node = self._vc = self._hooks = self._name = None
+        self._grad = self._node = self._vc = self._hooks = self._name = self._view = None
 
     @staticmethod
     def _wrap(data, backend, stop_gradient, node, out_index, vc) -> Tensor:
@@ -77,11 +133,14 @@ class Tensor:
         t._hooks = None
         t._name = None
         t.persistable = False
+        t._view = None
         return t
 
     # -- properties ---------------------------------------------------------------------------
     @property
     def shape(self) -> list[int]:
+        if SHAPE_WATCHERS:
+            return SHAPE_WATCHERS[-1](self, "shape")
         return list(self._data.shape)
 
     @property
@@ -93,6 +152,8 @@ class Tensor:
 
     @property
     def size(self) -> int:
+        if SHAPE_WATCHERS:
+            return SHAPE_WATCHERS[-1](self, "size")
         return int(self._data.size)
 
     def numel(self) -> Tensor:
@@ -262,10 +323,31 @@ class Tensor:
         return None if self._grad is None else self._grad.numpy()
 
     def detach(self) -> Tensor:
-        """The same values, cut from the tape (shares memory, as Paddle's ``detach``)."""
+        """The same values, cut from the tape (shares memory, as Paddle's ``detach``): an in-place
+        op on either changes both.
+
+        >>> import oar
+        >>> x = oar.to_tensor([1.0, 2.0])
+        >>> _ = x.detach().add_(1.0)
+        >>> x.tolist()
+        [2.0, 3.0]
+        """
         if self._vc is None:  # share one version counter, so in-place changes through either show
             self._vc = [0]
-        return Tensor._wrap(self._data, self._backend, True, None, 0, self._vc)
+        t = Tensor._wrap(self._data, self._backend, True, None, 0, self._vc)
+        view = self._view
+        if view is not None and view.base is not None:  # a view: t views the same memory
+            if any(op.view_inverse is None for op, _, _ in view.chain):
+                return t  # of a read-only view (a broadcast, a gradient): a value, its own buffer on a write
+            t._view = View(view.base, view.chain, detached=True)
+        elif view is not None or (type(self._data) is np.ndarray and self._data.base is not None):
+            if view is None:  # a borrowed buffer: both write into it from now on
+                self._view = View(None, ())
+            t._view = View(self, (), detached=True)
+        else:
+            return t
+        _remember(t._view.base._view, t)  # so that a new buffer for the base unties it (_set_buffer)
+        return t
 
     def detach_(self) -> Tensor:
         self._node = None
@@ -317,16 +399,22 @@ class Tensor:
     def _set_buffer(self, data) -> None:
         """Hold ``data``, a new buffer, instead of the current one (an in-place change that cannot
         write into the old buffer). Tensors that alias the old buffer (views, ``detach()``) keep
-        their values, so this tensor stops sharing their version counter; it keeps its version
-        number, which the caller then bumps."""
+        their values, so this tensor stops sharing their version counter, and neither is a view of
+        the other any more; it keeps its version number, which the caller then bumps."""
         self._data = data
         if self._vc is not None:
             self._vc = [self._vc[0]]
+        view = self._view
+        if view is not None:
+            self._view = None
+            for v in view.live_views(self):
+                v._view = None  # the old memory's own: an in-place op gives it a buffer of its own
 
     def set_value(self, value) -> Tensor:
         """Copy ``value`` (a numpy array or Tensor of the same shape and dtype) into this tensor,
         in place, as Paddle's ``Tensor.set_value``: the object, its gradient and the optimizer's
-        state for it stay. Its version changes, so a backward that saved it raises.
+        state for it stay (a view writes into its base). Its version changes, so a backward that
+        saved it raises.
 
         >>> import numpy as np, oar
         >>> w = oar.zeros([2], dtype="float32")
@@ -347,8 +435,8 @@ class Tensor:
             raise DTypeError(f"set_value: the value has dtype {getattr(got, 'name', got)} but the tensor is "
                              f"{self.dtype.name}; cast the value first (e.g. value.astype('{self.dtype.name}'))")
         data = self._data
-        if type(data) is np.ndarray and data.flags.writeable and data.base is None:
-            np.copyto(data, array)
+        if type(data) is np.ndarray and data.flags.writeable and (data.base is None or self._view is not None):
+            np.copyto(data, array)  # a view writes into its base's memory
         elif self._backend == "cpu":  # a read-only or borrowed buffer: the tensor gets its own
             self._set_buffer(np.array(array))
         else:

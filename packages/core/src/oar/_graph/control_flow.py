@@ -61,7 +61,7 @@ from oar.errors import ArgumentError, DTypeError, OarError, ShapeError
 # ------------------------------------------------------------------------------------------
 # the ops
 # ------------------------------------------------------------------------------------------
-TRAITS = {"random", "view"}  # a block may draw; an output may be an input itself (a while of no iteration)
+TRAITS = {"random", "alias"}  # a block may draw; an output may be an input itself (a while of no iteration)
 
 
 def _block_executor(block: Program):

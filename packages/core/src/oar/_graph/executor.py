@@ -17,6 +17,11 @@ node through the active mode with its tensors, so the tape is recorded as in eag
 ``loss.backward()`` and optimizers work: training through to_static gets its gradients from the
 same op rules.
 
+A kernel that raises names the user's line that recorded its node (``OpNode.where``, kept at
+capture) in the message: an oar error keeps its type (``add_location``); any other exception is
+explained by the op's meta on the actual inputs, as eager does (a ``ShapeError`` for shapes that
+do not fit), or becomes a ``KernelError``. Nothing of that runs unless a kernel raised.
+
 Observers (``observe``) see every node's outputs of every inference run while they are active
 (slim's calibration collects activation ranges this way); without one, a run pays one check.
 """
@@ -36,10 +41,12 @@ from oar._engine.dispatch import dispatch as _dispatch
 from oar._engine.eager import resolve_kernel
 from oar._engine.inplace import apply_inplace
 from oar._engine.memory import allocation_error
+from oar._engine.op import TensorMeta
 from oar._engine.registries import OPS
 from oar._engine.tensor import Tensor
 from oar._engine.threads import num_threads, run_in_parts
 from oar._graph.program import OpNode, Program, ValueRef, iter_refs, map_refs
+from oar._graph.tracing import add_location
 from oar.errors import KernelError, OarError
 
 _getrefcount = sys.getrefcount
@@ -464,7 +471,8 @@ class Executor:
             for run in runs:
                 run(env)
                 pos += 1
-        except OarError:
+        except OarError as exc:
+            add_location(exc, self.program.nodes[nodes[pos]].where)
             raise
         except Exception as exc:
             raise self._explain(nodes[pos], env, exc) from exc
@@ -474,7 +482,8 @@ class Executor:
         for run, i in zip(runs, nodes):
             try:
                 run(env)
-            except OarError:
+            except OarError as exc:
+                add_location(exc, self.program.nodes[i].where)
                 raise
             except Exception as exc:
                 raise self._explain(i, env, exc) from exc
@@ -515,15 +524,25 @@ class Executor:
         return run
 
     def _explain(self, i: int, env: list, exc: Exception) -> Exception:
+        """The oar error for a kernel's exception at node ``i``, naming the user's line: what the
+        op's meta says of the actual inputs (as eager's ``explain_failure``), or a KernelError."""
         node = self.program.nodes[i]
-        shown = ", ".join(
-            f"{_dt.NP_TO_DTYPE.get(env[self.slot[v]].dtype, env[self.slot[v]].dtype)}{list(env[self.slot[v]].shape)}"
-            if env[self.slot[v]] is not None else "?" for v in node.inputs)
+        arrays = [env[self.slot[v]] for v in node.inputs]
+        shown = ", ".join(f"{_dt.NP_TO_DTYPE.get(a.dtype, a.dtype)}{list(a.shape)}" if a is not None else "?"
+                          for a in arrays)
+        if all(a is not None and a.dtype in _dt.NP_TO_DTYPE for a in arrays):
+            try:
+                self.ops[i].meta(*[TensorMeta(tuple(a.shape), _dt.NP_TO_DTYPE[a.dtype]) for a in arrays],
+                                 **node.attrs)
+            except OarError as err:  # the inputs do not fit the op: eager would raise this
+                return add_location(err, node.where)
+            except Exception:  # noqa: BLE001 - a meta that fails itself explains nothing: the kernel's error
+                pass
         too_big = allocation_error(f"program op #{i} {node.op!r}", exc, detail=f"; inputs ({shown}), attributes {node.attrs}")
         if too_big is not None:
-            return too_big
-        return KernelError(f"program op #{i} {node.op!r} failed on inputs ({shown}) with attributes {node.attrs}: "
-                           f"{type(exc).__name__}: {exc}")
+            return add_location(too_big, node.where)
+        return add_location(KernelError(f"program op #{i} {node.op!r} failed on inputs ({shown}) with attributes "
+                                        f"{node.attrs}: {type(exc).__name__}: {exc}"), node.where)
 
     def _state_tensor(self, kind, target, feeds) -> Tensor:
         return self.program.param_tensors[target] if kind == "param" else feeds[target]
@@ -535,7 +554,8 @@ class Executor:
         if t._data is data:
             return
         if (type(t._data) is np.ndarray and type(data) is np.ndarray and t._data.flags.writeable
-                and t._data.base is None and t._data.shape == data.shape and t._data.dtype == data.dtype):
+                and (t._data.base is None or t._view is not None)  # a view writes into its base's memory
+                and t._data.shape == data.shape and t._data.dtype == data.dtype):
             np.copyto(t._data, data)
         else:
             t._set_buffer(np.array(data, dtype=t._data.dtype, copy=True))
@@ -579,14 +599,18 @@ class Executor:
         frees = {i: self.frees[pos] for pos, i in enumerate(self.main)}
         for i, (node, op) in enumerate(zip(program.nodes, self.ops)):
             args = tuple(env[self.slot[v]] for v in node.inputs)
-            if node.no_grad and _eager.grad_enabled:
-                previous = _set_grad_enabled(False)
-                try:
+            try:
+                if node.no_grad and _eager.grad_enabled:
+                    previous = _set_grad_enabled(False)
+                    try:
+                        result = dispatch(op, args, dict(node.attrs))
+                    finally:
+                        _set_grad_enabled(previous)
+                else:
                     result = dispatch(op, args, dict(node.attrs))
-                finally:
-                    _set_grad_enabled(previous)
-            else:
-                result = dispatch(op, args, dict(node.attrs))
+            except OarError as exc:  # eager's error for this node, naming the user's line
+                add_location(exc, node.where)
+                raise
             if len(node.outputs) == 1 and type(result) is not tuple:
                 env[self.slot[node.outputs[0]]] = result
             else:

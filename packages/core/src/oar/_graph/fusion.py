@@ -89,8 +89,9 @@ def fuse_elementwise(program: Program) -> Program:
             chain.append([n.op, [index[v] for v in n.inputs], dict(n.attrs)])
             index[n.outputs[0]] = len(inputs) + len(chain) - 1
         root = group[-1]
+        lines = ", ".join(dict.fromkeys(n.where for n in group if n.where)) or None  # the user's, for errors
         fused[root_id] = OpNode("fused_elementwise", inputs, list(root.outputs), {"chain": chain},
-                                all(n.no_grad for n in group))
+                                all(n.no_grad for n in group), lines)
         absorbed.update(id(n) for n in group)
     if not fused:
         return program

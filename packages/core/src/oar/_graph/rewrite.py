@@ -57,7 +57,8 @@ def rename_values(program: Program, rename: dict[int, int]) -> None:
 def replace_nodes(program: Program, replaced: dict[int, OpNode | list[OpNode]],
                   removed: Iterable[int] = ()) -> Program:
     """Put ``replaced[id(node)]`` (a node or a list of nodes) where ``node`` was, drop the nodes
-    whose ids are in ``removed``, and prune what nothing reads any more (in place; returns it)."""
+    whose ids are in ``removed``, and prune what nothing reads any more (in place; returns it).
+    A replacement without a ``where`` takes the user's line of the node it replaces."""
     removed = set(removed)
     if not replaced and not removed:
         return program
@@ -65,7 +66,10 @@ def replace_nodes(program: Program, replaced: dict[int, OpNode | list[OpNode]],
     for node in program.nodes:
         new = replaced.get(id(node))
         if new is not None:
-            nodes.extend(new if isinstance(new, list) else [new])
+            new = new if isinstance(new, list) else [new]
+            for n in new:
+                n.where = n.where or node.where
+            nodes.extend(new)
         elif id(node) not in removed:
             nodes.append(node)
     program.nodes = nodes

@@ -202,7 +202,7 @@ def _set_rng(state) -> None:
 
 
 def _is_float(dtype) -> bool:
-    return dtype.np.kind in "fc"
+    return dtype.np.kind in "fcV"  # V: ml_dtypes' bfloat16
 
 
 def evaluate_forward(program: Program, feeds: Sequence) -> dict[int, Tensor]:

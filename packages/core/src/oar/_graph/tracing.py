@@ -19,10 +19,18 @@ in. The tracer detects it (``Tensor.numpy`` calls it, and every other read goes 
 with the file and line of the user's code -- or raises ``GraphBreakError`` with
 ``full_graph=True``. Reseeding the global random generator inside the function is a break too:
 a program replays its random ops, not the seeding.
+
+With ``guard_shapes=True`` (``to_static``'s captures) the dynamic dims of traced tensors reach the
+user's Python as ``SymInt``s (``oar._graph.symbolic``): the decisions Python takes on them are
+recorded in ``shape_guards``, and a size that reaches an op's attributes marks the capture as
+baked. The tracer also lists in ``called`` the user functions that ran (with their instance), for
+to_static's guards on the Python values they read.
 """
 
 from __future__ import annotations
 
+import functools
+import operator
 import os
 import sys
 from typing import Any
@@ -33,8 +41,9 @@ from oar._engine import eager as _eager
 from oar._engine.dispatch import Mode
 from oar._engine.op import TensorMeta
 from oar._engine.registries import BACKENDS
-from oar._engine.tensor import DATA_WATCHERS, Tensor
+from oar._engine.tensor import DATA_WATCHERS, SHAPE_WATCHERS, Tensor
 from oar._graph.program import Program, ValueRef, _copy_attrs
+from oar._graph.symbolic import UNKNOWN, ShapeGuards, evaluate, plain_attrs, sym
 from oar._ops.random import default_generator
 from oar.errors import OarError
 
@@ -68,6 +77,47 @@ def user_location(skip: int = 1) -> tuple[str, int]:
     return fallback or ("<unknown>", 0)
 
 
+_USER_CODE: dict = {}  # code object -> whether it is outside oar's packages
+
+
+def is_user_code(code) -> bool:
+    """Whether ``code`` lies outside oar's packages (the user's, or another library's)."""
+    known = _USER_CODE.get(code)
+    if known is None:
+        filename = code.co_filename
+        known = _USER_CODE[code] = not filename.startswith("<frozen") and \
+            not os.path.abspath(filename).startswith(_oar_dirs())
+    return known
+
+
+def location_of(exc: BaseException) -> str | None:
+    """``"file.py:LINE"`` of the innermost frame of ``exc``'s traceback in the user's code."""
+    found = None
+    tb = exc.__traceback__
+    while tb is not None:
+        if is_user_code(tb.tb_frame.f_code):
+            found = f"{os.path.basename(tb.tb_frame.f_code.co_filename)}:{tb.tb_lineno}"
+        tb = tb.tb_next
+    return found
+
+
+def add_location(exc: BaseException, where: str | None) -> BaseException:
+    """Name the user's line ``where`` (``"model.py:12"``) in ``exc``'s message, once, keeping its
+    type: a one-string-argument exception gets `` (at model.py:12)`` appended, any other a note."""
+    if where is None or getattr(exc, "_oar_where", None) is not None:
+        return exc
+    try:
+        exc._oar_where = where
+    except AttributeError:  # an exception type without a __dict__
+        return exc
+    args = exc.args
+    if len(args) == 1 and isinstance(args[0], str) and type(exc).__str__ is BaseException.__str__:
+        exc.args = (f"{args[0]} (at {where})",)
+    else:
+        exc.add_note(f"(at {where})")
+    return exc
+
+
 def _version(t: Tensor) -> int:
     return t._vc[0] if t._vc is not None else 0
 
@@ -93,11 +143,12 @@ class TracingMode(Mode):
 
     ``state`` maps ``id(tensor)`` of a layer's parameters and buffers to ``(name, kind, tensor)``
     (kind: ``"parameter"`` or ``"buffer"``); ``full_graph`` makes a graph break raise
-    ``GraphBreakError``; ``isolate`` makes ``restore()`` undo the capture's in-place writes.
+    ``GraphBreakError``; ``isolate`` makes ``restore()`` undo the capture's in-place writes;
+    ``guard_shapes`` hands dynamic dims to the user's Python as SymInts (see the module docstring).
     """
 
     def __init__(self, program: Program, state: dict[int, tuple[str, str, Tensor]] | None = None,
-                 full_graph: bool = False, isolate: bool = False):
+                 full_graph: bool = False, isolate: bool = False, guard_shapes: bool = False):
         self.program = program
         self.table: dict[int, list] = {}  # id(tensor) -> [tensor, value id, version]
         self.arrays: dict[int, tuple[Any, int]] = {}  # id(array) -> (array, value id): buffer aliases
@@ -121,6 +172,10 @@ class TracingMode(Mode):
         self._grads: dict[int, tuple] = {}  # id(parameter) -> (it, its .grad, a copy) when first seen
         for (_, _, t) in self.state.values():
             self._remember_grad(t)
+        self.shape_guards = ShapeGuards() if guard_shapes else None
+        # value id -> per axis: None for a static dim, else the input dims it may be (see _inherit_dims)
+        self.dim_exprs: dict[int, tuple] = {}
+        self.called: dict[tuple, tuple] = {}  # (function, instance or None) of the user functions that ran
 
     # -- the table ----------------------------------------------------------------------------
     def _save(self, t: Tensor) -> None:
@@ -146,6 +201,9 @@ class TracingMode(Mode):
     def feed(self, t: Tensor, shape, name: str) -> int:
         self._save(t)
         v = self.program.add_feed(shape, t.dtype, name)
+        if self.shape_guards is not None:
+            k = len(self.feed_tensors)
+            self.dim_exprs[v.id] = tuple(None if d is not None else (("dim", k, axis),) for axis, d in enumerate(shape))
         if id(t) not in self.table:  # one tensor given twice is fed once (the cache key knows)
             self._bind(t, v.id)
         self.dynamic.add(v.id)
@@ -190,6 +248,8 @@ class TracingMode(Mode):
             self.program.add_node("assign", [src.id], [out.id], {}, no_grad=True)
             if hit[1] in self.dynamic:
                 self.dynamic.add(out.id)
+            if hit[1] in self.dim_exprs:
+                self.dim_exprs[out.id] = self.dim_exprs[hit[1]]
             self._bind(t, out.id)
             return out.id
         known = self.state.get(id(t))
@@ -221,6 +281,8 @@ class TracingMode(Mode):
     def apply(self, op, inputs: tuple, attrs: dict):
         if not self.recording:
             return self.apply_below(op, inputs, attrs)
+        if self.shape_guards is not None and attrs:
+            attrs = plain_attrs(attrs, self.shape_guards)  # a dynamic size in an attribute: baked in
         if op.promote and len(inputs) > 1:
             dtype0 = inputs[0]._data.dtype
             if any(t._data.dtype != dtype0 for t in inputs):
@@ -246,6 +308,8 @@ class TracingMode(Mode):
             if dynamic:
                 self.dynamic.add(v.id)
             out_ids.append(v.id)
+        if self.shape_guards is not None:
+            self._inherit_dims(inputs, in_ids, outs, metas, out_ids)
         filename, lineno = user_location(2)
         self.program.add_node(op.name, in_ids, out_ids, _copy_attrs(attrs),
                               no_grad=self.grad_at_entry and not _eager.grad_enabled,
@@ -271,6 +335,72 @@ class TracingMode(Mode):
             else:
                 merged.append(TensorMeta(tuple(None if d is None else s for d, s in zip(m.shape, a.shape)), a.dtype))
         return merged
+
+    def _inherit_dims(self, inputs, in_ids, outs, metas, out_ids) -> None:
+        """The input dims each dynamic output dim may be: those of the op's inputs with the same
+        size (the batch passed through). Several candidates are told apart when Python reads the
+        dim (``_pick``); none leaves the dim's origin unknown. The second trace at another size
+        checks the choice (``ShapeGuards`` values are evaluated there against the real sizes)."""
+        by_size: dict | None = None
+        for t, m, vid in zip(outs, metas, out_ids):
+            if None not in m.shape:
+                continue
+            if by_size is None:
+                by_size = {}
+                for t_in, i in zip(inputs, in_ids):
+                    for candidates, size in zip(self.dim_exprs.get(i) or (), t_in._data.shape):
+                        if candidates:
+                            known = by_size.setdefault(size, [])
+                            known.extend(e for e in candidates if e not in known)
+            self.dim_exprs[vid] = tuple(None if d is not None else tuple(by_size.get(s, ()))
+                                        for d, s in zip(m.shape, t._data.shape))
+
+    def note_call(self, function, instance=None) -> None:
+        """A user function (bound to ``instance``) runs during the capture."""
+        self.called.setdefault((id(function), id(instance)), (function, instance))
+
+    def _pick(self, candidates: tuple):
+        if not candidates:
+            return UNKNOWN
+        first = candidates[0]
+        for other in candidates[1:]:  # equal now; the capture holds while they stay equal
+            self.shape_guards.record("eq", first, other, True)
+        return first
+
+    def sym_shape(self, t: Tensor) -> list | None:
+        """``t``'s shape with its dynamic dims as SymInts, or None when it has none (or ``t`` is
+        not a value of this capture)."""
+        guards = self.shape_guards
+        if guards is None or not guards.active or not self.recording:
+            return None
+        entry = self.table.get(id(t))
+        if entry is None or entry[0] is not t or entry[2] != _version(t):
+            return None
+        shape = t._data.shape
+        exprs = self.dim_exprs.get(entry[1])
+        if exprs is None:
+            value = self.program.values.get(entry[1])
+            if value is None or value.shape is None or None not in value.shape:
+                return None
+            exprs = tuple(None if d is not None else () for d in value.shape)  # dynamic, origin unknown
+        if len(exprs) != len(shape):
+            return None
+        dims = [s if candidates is None else sym(s, self._pick(candidates), guards)
+                for s, candidates in zip(shape, exprs)]
+        feeds = [f._data.shape for f in self.feed_tensors]
+        for d, size, candidates in zip(dims, shape, exprs):
+            # An origin chosen by size must give this very size: at the second trace's sizes too.
+            if candidates and evaluate(d.expr, feeds) != size:
+                guards.unknown = True
+        return dims
+
+    def _on_shape(self, t: Tensor, what: str):
+        """``t.shape`` / ``t.size`` during the capture: SymInts for the user's code (oar's own code
+        gets plain ints, its decisions are the second trace's to check)."""
+        dims = self.sym_shape(t) if is_user_code(sys._getframe(2).f_code) else None
+        if dims is None:
+            return list(t._data.shape) if what == "shape" else int(t._data.size)
+        return dims if what == "shape" else functools.reduce(operator.mul, dims, 1)
 
     def rebind(self, target: Tensor, result: Tensor) -> None:
         """``target`` now holds ``result``'s value (an in-place op): later reads use that value."""
@@ -309,8 +439,9 @@ class TracingMode(Mode):
         if self.recording:
             self.break_graph(f"{what} has a Python backward, which a program cannot hold")
 
-    def break_graph(self, reason: str) -> None:
-        filename, lineno = user_location(2)
+    def break_graph(self, reason: str, location: tuple[str, int] | None = None) -> None:
+        """Abandon the capture at the user's line (``location``, or the innermost user frame)."""
+        filename, lineno = location or user_location(2)
         self.broken = GraphBreak(filename, lineno, reason)
         self.recording = False
         if self.full_graph:
@@ -320,6 +451,8 @@ class TracingMode(Mode):
     def __enter__(self):
         super().__enter__()
         DATA_WATCHERS.append(self.on_data_access)
+        if self.shape_guards is not None:
+            SHAPE_WATCHERS.append(self._on_shape)
         try:
             self._rng = _rng_state() if "oar._ops.random" in sys.modules else None
         except Exception:  # noqa: BLE001
@@ -328,6 +461,8 @@ class TracingMode(Mode):
 
     def __exit__(self, *exc):
         DATA_WATCHERS.remove(self.on_data_access)
+        if self.shape_guards is not None:
+            SHAPE_WATCHERS.remove(self._on_shape)
         return super().__exit__(*exc)
 
     def finish(self, result) -> Any:
@@ -380,7 +515,7 @@ class TracingMode(Mode):
         if isinstance(obj, Tensor):
             return ValueRef(self.value_of(obj))
         if obj is None or isinstance(obj, (bool, int, float, str)):
-            return obj
+            return plain_attrs(obj, self.shape_guards)  # a dynamic size returned: the program holds this one
         if isinstance(obj, (list, tuple)):
             items = [self._structure(o) for o in obj]
             if isinstance(obj, list):

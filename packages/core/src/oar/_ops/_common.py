@@ -7,7 +7,7 @@ import numpy as np
 from oar._engine import dtypes as _dt
 from oar._engine.dispatch import dispatch
 from oar._engine.op import TensorMeta, fmt_shape
-from oar._engine.registries import BACKENDS
+from oar._engine.registries import BACKENDS, OPS
 from oar._engine.tensor import Tensor, to_tensor
 from oar.errors import ArgumentError, ShapeError
 
@@ -27,32 +27,51 @@ def as_tensor(value, name: str = "x", op: str = "") -> Tensor:
     raise ArgumentError(f"{op or 'op'}: argument {name!r} must be a Tensor, got {type(value).__name__}")
 
 
+_NUMBERS = (int, float, bool, np.bool_, np.integer, np.floating)  # numpy scalars count as Python numbers
+
+
 def scalar_like(value, like: Tensor) -> Tensor:
-    """A Python scalar as a 0-d tensor of the dtype Paddle gives ``tensor <op> scalar``."""
-    d = _dt.NP_TO_DTYPE[like._data.dtype]
-    if isinstance(value, bool):
-        target = d
-    elif isinstance(value, int):
-        target = d if not d.is_bool else _dt.int64
-    elif isinstance(value, float):
-        target = d if d.is_floating else _dt.default_float()
-    else:
+    """A Python number as a 0-d tensor of the dtype Paddle computes ``tensor <op> number`` in.
+
+    That dtype is ``scalar_operand_dtype``: the tensor's, except that a float number with an
+    int or bool tensor gives float32 and an int number with a bool tensor gives int64.
+    """
+    if not isinstance(value, _NUMBERS):
         return as_tensor(value)
+    target = _dt.scalar_operand_dtype(_dt.NP_TO_DTYPE[like._data.dtype], value)
     array = np.asarray(value, dtype=target.np)
     if like._backend != "cpu":
         array = BACKENDS.get(like._backend).from_numpy(array)
     return Tensor._wrap(array, like._backend, True, None, 0, None)
 
 
+def _scalar_operands(tensor: Tensor, number) -> tuple[Tensor, Tensor]:
+    """(tensor, number) both in the dtype of Paddle's Tensor-Scalar rule: as Paddle does, the
+    tensor is cast first where the number is of a wider broad type (``int_tensor + 0.5``)."""
+    scalar = scalar_like(number, tensor)
+    if scalar._data.dtype != tensor._data.dtype:
+        tensor = dispatch(OPS.get("cast"), (tensor,), {"dtype": _dt.NP_TO_DTYPE[scalar._data.dtype].name})
+    return tensor, scalar
+
+
 def binary_operands(x, y, op: str):
-    """Two tensors from a binary call where either side may be a Python scalar or array."""
+    """Two tensors from a binary call where either side may be a Python number or array.
+
+    A number is Paddle's scalar operand: it adopts the tensor's dtype, or the tensor is cast to
+    the number's broad type (``scalar_operand_dtype``), so the two come out of one dtype. An
+    array becomes a tensor of its own dtype, which meets the other by the tensor-tensor rule.
+    """
     if type(x) is Tensor or isinstance(x, Tensor):
-        if not isinstance(y, Tensor):
-            y = scalar_like(y, x) if isinstance(y, (int, float, bool)) else as_tensor(y, "y", op)
-        return x, y
+        if isinstance(y, Tensor):
+            return x, y
+        if isinstance(y, _NUMBERS):
+            return _scalar_operands(x, y)
+        return x, as_tensor(y, "y", op)
     if isinstance(y, Tensor):
-        x = scalar_like(x, y) if isinstance(x, (int, float, bool)) else as_tensor(x, "x", op)
-        return x, y
+        if isinstance(x, _NUMBERS):
+            y, x = _scalar_operands(y, x)
+            return x, y
+        return as_tensor(x, "x", op), y
     return as_tensor(x, "x", op), as_tensor(y, "y", op)
 
 

@@ -7,6 +7,7 @@ by to_static and carries the gradient (the identity) back to its input.
 from __future__ import annotations
 
 from oar._engine.dispatch import modes_above_eager
+from oar._engine.inplace import apply_inplace
 from oar._engine.op import Op
 from oar._ops._common import Tensor, as_tensor, dispatch, same_meta
 from oar.errors import ArgumentError
@@ -41,8 +42,10 @@ def assign(x, output=None) -> Tensor:
     """Copy ``x`` (a tensor, numpy array, list or scalar) into a new tensor, or into ``output``.
 
     With ``output``, its value, shape and dtype are replaced by those of ``x`` (as in Paddle);
-    any backward that still needs the old value of ``output`` then raises a clear error. Unlike
-    Paddle, a float64 numpy array stays float64.
+    any backward that still needs the old value of ``output`` then raises a clear error. An
+    ``output`` that is a view of another tensor (``base[0]``) and keeps its shape and dtype is
+    written in place, so the base sees the values, as with ``output[...] = x``. Unlike Paddle, a
+    float64 numpy array stays float64.
 
     >>> import oar, numpy as np
     >>> oar.assign(np.array([[1, 2]])).tolist()
@@ -60,6 +63,9 @@ def assign(x, output=None) -> Tensor:
         return result
     if not isinstance(output, Tensor):
         raise ArgumentError(f"assign: output must be a Tensor, got {type(output).__name__}")
+    view = output._view
+    if view is not None and view.chain and result._data.shape == output._data.shape and result.dtype is output.dtype:
+        return apply_inplace(output, result, "assign")
     for mode in modes_above_eager():  # a capture follows output to its new value (a state update),
         mode.rebind(output, result)   # told before the buffer changes: output's old value is its input
     output._set_buffer(result._data)  # tensors that shared output's old buffer keep it

@@ -164,7 +164,7 @@ def to_device(x: Tensor, device: str) -> Tensor:
 
 
 # -- arithmetic ---------------------------------------------------------------------------------
-add_op = Op("add", reference=np.add, meta=binary_meta("add"), traits=BINARY + FUSIBLE, promote=True,
+add_op = Op("add", reference=np.add, meta=binary_meta("add"), traits=BINARY + FUSIBLE, promote=_dt.PROMOTE_FLOATS_0D,
             lowerings={NUMPY_OUT: np.add})
 
 
@@ -186,7 +186,7 @@ def add(x, y, name=None) -> Tensor:
 
 # numpy refuses bool - bool (and so does Paddle): the meta says so in oar's terms
 subtract_op = Op("subtract", reference=np.subtract, meta=numeric_binary_meta("subtract"), traits=BINARY + FUSIBLE,
-                 promote=True, lowerings={NUMPY_OUT: np.subtract})
+                 promote=_dt.PROMOTE_FLOATS_0D, lowerings={NUMPY_OUT: np.subtract})
 
 
 @subtract_op.defgrad
@@ -201,7 +201,7 @@ def subtract(x, y, name=None) -> Tensor:
 
 
 multiply_op = Op("multiply", reference=np.multiply, meta=binary_meta("multiply"), traits=BINARY + FUSIBLE,
-                 promote=True, lowerings={NUMPY_OUT: np.multiply})
+                 promote=_dt.PROMOTE_FLOATS_0D, lowerings={NUMPY_OUT: np.multiply})
 
 
 @multiply_op.defgrad
@@ -222,7 +222,7 @@ def multiply(x, y, name=None) -> Tensor:
 
 divide_op = Op(
     "divide", reference=np.true_divide, meta=binary_meta("divide", result="float"), traits=BINARY + FUSIBLE,
-    promote=True, float_only=True, dtypes=NATIVE_FLOATS, lowerings={NUMPY_OUT: np.true_divide},
+    promote=_dt.PROMOTE_FLOATS_0D, float_only=True, dtypes=NATIVE_FLOATS, lowerings={NUMPY_OUT: np.true_divide},
 )
 
 
@@ -273,7 +273,7 @@ def _floor_divide_kernel(x, y):
 
 floor_divide_op = Op(
     "floor_divide", reference=_floor_divide_kernel, meta=numeric_binary_meta("floor_divide"), traits=BINARY,
-    promote=True, dtypes=INTS_AND_FLOATS,
+    promote=_dt.PROMOTE_FLOATS_0D, dtypes=INTS_AND_FLOATS,
 )
 
 
@@ -304,7 +304,7 @@ def _remainder_kernel(x, y):
 
 remainder_op = Op(
     "remainder", reference=_remainder_kernel, meta=numeric_binary_meta("remainder"), traits=BINARY,
-    promote=True, dtypes=INTS_AND_FLOATS,
+    promote=_dt.PROMOTE_FLOATS_0D, dtypes=INTS_AND_FLOATS,
 )
 
 
@@ -370,7 +370,7 @@ def _elementwise_pow_kernel(x, y):
 
 elementwise_pow_op = Op(
     "elementwise_pow", paddle=("pow", "Tensor.pow", "Tensor.__pow__"), reference=_elementwise_pow_kernel, meta=numeric_binary_meta("pow"), traits=BINARY,
-    promote=True, dtypes=INTS_AND_FLOATS,
+    promote=_dt.PROMOTE_FLOATS_0D, dtypes=INTS_AND_FLOATS,
 )
 
 
@@ -401,8 +401,7 @@ def pow(x, y, name=None) -> Tensor:  # noqa: A001 - Paddle's name
     [2, 4, 8]
     """
     if isinstance(x, Tensor) and isinstance(y, (int, float)) and not isinstance(y, bool):
-        if isinstance(y, float) and not x.dtype.is_floating:
-            x = cast(x, _dt.default_float())
+        x = cast(x, _dt.scalar_operand_dtype(x.dtype, y))  # Paddle's tensor-scalar rule: int ** 0.5 is float32
         return _call(pow_op, (x,), {"factor": y if isinstance(y, int) else float(y)})
     return _binary(elementwise_pow_op, x, y)
 
@@ -972,7 +971,8 @@ def where(condition, x=None, y=None, name=None):
 
 # -- comparisons (no gradient) -----------------------------------------------------------------
 def _comparison(name: str, kernel) -> Op:
-    return Op(name, reference=kernel, meta=compare_meta(name), traits=BINARY + ("nondiff",), promote=True)
+    return Op(name, reference=kernel, meta=compare_meta(name), traits=BINARY + ("nondiff",),
+              promote=_dt.PROMOTE_FLOATS_0D)
 
 
 equal_op = _comparison("equal", np.equal)
@@ -1054,7 +1054,7 @@ def _into(out, result: Tensor, op: str) -> Tensor:
 
 
 def _logical(name: str, kernel) -> Op:
-    return Op(name, reference=kernel, meta=compare_meta(name), traits=BINARY + ("nondiff",))
+    return Op(name, reference=kernel, meta=compare_meta(name), traits=BINARY + ("nondiff",), promote=True)
 
 
 logical_and_op = _logical("logical_and", np.logical_and)

@@ -11,7 +11,9 @@ place after the forward (``x.scatter_(...)``, ``x[i] = v``) does not invalidate 
 plain JSON data (``{"kind": "int", "value": 3}``, ``{"kind": "slice", ...}``,
 ``{"kind": "none"}``, ``{"kind": "ellipsis"}``, ``{"kind": "bool", "value": True}``,
 ``{"kind": "tensor", "input": j}`` for the j-th index tensor); indexing follows numpy's rules,
-advanced and boolean indexing included.
+advanced and boolean indexing included. Basic indexing (ints, slices, None, Ellipsis) is a view
+of ``x``, as in Paddle: ``x[0].add_(1)`` changes ``x`` (``oar._engine.inplace``); an index tensor,
+list or mask copies.
 """
 
 from __future__ import annotations
@@ -993,13 +995,14 @@ def _basic_key(items) -> tuple | None:
 
 def _getitem_kernel(x, *indices, items):
     key = None if indices else _basic_key(items)
-    fancy = False
-    if key is None:
-        key, fancy = _numpy_key("getitem", x.shape, items, indices)
-    out = x[key]
-    if not fancy and isinstance(out, np.ndarray):
-        return out.copy()  # basic indexing gives a view; a copy keeps in-place writes apart
-    return np.asarray(out)
+    if key is not None:  # basic indexing: a view of x, as Paddle's
+        out = x[key]
+        if type(out) is not np.ndarray:  # every axis taken by an int: a 0-d view, not numpy's scalar
+            out = x[(*key, Ellipsis)]
+        return out
+    key, _ = _numpy_key("getitem", x.shape, items, indices)
+    out = np.asarray(x[key])
+    return out.copy() if np.may_share_memory(out, x) else out  # an index tensor copies, as in Paddle
 
 
 def _getitem_meta(x: TensorMeta, *indices: TensorMeta, items) -> TensorMeta:
@@ -1007,8 +1010,8 @@ def _getitem_meta(x: TensorMeta, *indices: TensorMeta, items) -> TensorMeta:
 
 
 getitem_op = Op(
-    "getitem", paddle=("Tensor.__getitem__",), reference=_getitem_kernel, meta=_getitem_meta, traits=SHAPE,
-    nondiff_inputs=range(1, MAX_INDEX_TENSORS + 1),
+    "getitem", paddle=("Tensor.__getitem__",), reference=_getitem_kernel, meta=_getitem_meta,
+    traits=("shape", "view"), nondiff_inputs=range(1, MAX_INDEX_TENSORS + 1),
 )
 
 
@@ -1017,6 +1020,11 @@ def _getitem_grad(ctx, g):
     indices = _saved_indices(ctx, 1)
     attrs = {"items": ctx.attrs["items"], "shape": list(ctx.in_shapes[0])}
     return (dispatch(getitem_grad_op, (g, *indices), attrs),) + (None,) * len(indices)
+
+
+@getitem_op.defview_inverse
+def _getitem_back(base, value, attrs, index):
+    return dispatch(setitem_op, (base, value), {"items": attrs["items"]})
 
 
 def _getitem_grad_kernel(g, *indices, items, shape):
@@ -1050,7 +1058,8 @@ def _getitem_grad_grad(ctx, gg):
 
 def getitem(x, index) -> Tensor:
     """``x[index]`` with numpy's indexing rules: ints, slices, None, Ellipsis, integer and bool
-    tensors/lists/arrays (advanced indexing), differentiable in ``x``.
+    tensors/lists/arrays (advanced indexing), differentiable in ``x``. Basic indexing gives a view
+    of ``x`` (in-place ops on it write into ``x``); advanced indexing a copy.
 
     >>> import oar
     >>> x = oar.arange(12).reshape([3, 4])
@@ -1058,6 +1067,9 @@ def getitem(x, index) -> Tensor:
     [[7, 5], [11, 9]]
     >>> x[[0, 2], [1, 3]].tolist()
     [1, 11]
+    >>> _ = x[0].zero_()  # a view: x changes
+    >>> x[0].tolist()
+    [0, 0, 0, 0]
     """
     x = as_tensor(x, "x", "getitem")
     items, tensors = parse_index(index)

@@ -81,7 +81,7 @@ def _matmul_per_sample(attrs, in_shapes, out_shapes) -> bool:
 
 
 matmul_op = Op(
-    "matmul", reference=_matmul_kernel, meta=_matmul_meta, amp=AMP_LOW_PRECISION, promote=True,
+    "matmul", reference=_matmul_kernel, meta=_matmul_meta, amp=AMP_LOW_PRECISION, promote=_dt.SAME_DTYPE,
     dtypes=PRODUCT_DTYPES, per_sample=_matmul_per_sample,
 )
 
@@ -177,7 +177,8 @@ def _dot_meta(x: TensorMeta, y: TensorMeta) -> TensorMeta:
     return TensorMeta(tuple(x.shape[:-1]), _dt.PROMOTION_TABLE[x.dtype, y.dtype])
 
 
-dot_op = Op("dot", reference=_dot_kernel, meta=_dot_meta, amp=AMP_LOW_PRECISION, promote=True, dtypes=PRODUCT_DTYPES)
+dot_op = Op("dot", reference=_dot_kernel, meta=_dot_meta, amp=AMP_LOW_PRECISION, promote=_dt.SAME_DTYPE,
+            dtypes=PRODUCT_DTYPES)
 
 
 @dot_op.defgrad
@@ -213,7 +214,7 @@ def _outer_meta(x: TensorMeta, y: TensorMeta) -> TensorMeta:
     return TensorMeta((_numel(x.shape), _numel(y.shape)), _dt.PROMOTION_TABLE[x.dtype, y.dtype])
 
 
-outer_op = Op("outer", reference=_outer_kernel, meta=_outer_meta, promote=True)
+outer_op = Op("outer", reference=_outer_kernel, meta=_outer_meta, promote=_dt.SAME_DTYPE)
 
 
 @outer_op.defgrad
@@ -334,9 +335,9 @@ def _einsum_meta(*operands: TensorMeta, equation) -> TensorMeta:
 
 
 einsum_op = Op(
-    "einsum", reference=_einsum_kernel, meta=_einsum_meta, amp=AMP_LOW_PRECISION, promote=True,
+    "einsum", reference=_einsum_kernel, meta=_einsum_meta, amp=AMP_LOW_PRECISION, promote=_dt.SAME_DTYPE,
     dtypes=PRODUCT_DTYPES, num_outputs=1,
-    traits=("view",),  # numpy returns a view for one operand and no sum ("ij->ji", "ii->i")
+    traits=("alias",),  # numpy returns a view for one operand and no sum ("ij->ji", "ii->i"); Paddle a copy
 )
 
 
@@ -408,8 +409,18 @@ def einsum(equation: str, *operands) -> Tensor:
     return dispatch(einsum_op, tensors, {"equation": eq})
 
 
+def _operand_like(value, like: Tensor, name: str) -> Tensor:
+    # Paddle's ``@`` makes an array or number operand a tensor of the tensor operand's dtype;
+    # two tensors of different dtypes still raise, as in ``matmul``.
+    return value if isinstance(value, Tensor) else cast(as_tensor(value, name, "matmul"), like.dtype)
+
+
+def _matmul_operator(self, other) -> Tensor:
+    return matmul(self, _operand_like(other, self, "y"))
+
+
 def _rmatmul(self, other) -> Tensor:
-    return matmul(other, self)
+    return matmul(_operand_like(other, self, "x"), self)
 
 
 OPS = [matmul_op, dot_op, outer_op, einsum_op]
@@ -417,5 +428,5 @@ __all__ = ["matmul", "mm", "bmm", "dot", "outer", "einsum"]
 
 METHODS = {
     "matmul": matmul, "mm": mm, "bmm": bmm, "dot": dot, "outer": outer,
-    "__matmul__": matmul, "__rmatmul__": _rmatmul,
+    "__matmul__": _matmul_operator, "__rmatmul__": _rmatmul,
 }

@@ -31,7 +31,7 @@ from oar._ops._common import (
     normalize_axes,
     normalize_axis,
 )
-from oar._ops.shape import broadcast_to, broadcast_to_op, reshape
+from oar._ops.shape import broadcast_to, broadcast_to_op, reshape, reshape_to
 from oar.errors import ArgumentError, DTypeError, ShapeError
 
 REDUCTION = ("reduction",)
@@ -118,7 +118,8 @@ def keep_reduced(t: Tensor, in_shape, axis, keepdim: bool) -> Tensor:
     """A reduced tensor reshaped so that it broadcasts against the input (the keepdim shape)."""
     if keepdim:
         return t
-    return reshape(t, list(reduced_shape(in_shape, axis, True)))
+    # reshape_to: a 0 in the shape is a zero-size dim here, not Paddle's "copy this dim"
+    return reshape_to(t, list(reduced_shape(in_shape, axis, True)))
 
 
 def _count(shape, axis) -> int:
@@ -180,7 +181,11 @@ def sum(x, axis=None, dtype=None, keepdim=False, name=None) -> Tensor:
 
 # -- mean -------------------------------------------------------------------------------------
 def _mean_kernel(x, axis=None, keepdim=False):
-    return np.asarray(np.mean(x, axis=axis, keepdims=keepdim, dtype=x.dtype))
+    if x.size:
+        return np.asarray(np.mean(x, axis=axis, keepdims=keepdim, dtype=x.dtype))
+    # The mean of an empty slice is nan, as in Paddle, without numpy's RuntimeWarning (an error
+    # under -W error)
+    return np.full(np.shape(np.add.reduce(x, axis=axis, keepdims=keepdim)), np.nan, dtype=x.dtype)
 
 
 mean_op = Op(

@@ -17,6 +17,7 @@ import sys
 import numpy as np
 
 from oar._engine import dtypes as _dt
+from oar._engine import registries as _registries
 from oar._engine.op import Op, same_samples
 from oar._ops._common import (
     Tensor,
@@ -29,7 +30,9 @@ from oar._ops._common import (
 from oar.errors import ArgumentError, ShapeError
 
 SHAPE = ("shape",)
-VIEW = ("shape", "view")  # the kernel may return a (writable) numpy view of its input
+VIEW = ("shape", "view")  # a view of its input, as in Paddle: in-place writes through it reach the input
+ALIAS = ("shape", "alias")  # numpy's result may be the input's memory, but Paddle's is a tensor of its own
+_FULL = {"kind": "slice", "start": None, "stop": None, "step": None}  # ``x[:]`` on one axis, as getitem writes it
 
 _slice = builtins.slice  # this module defines Paddle's ``slice``
 
@@ -136,6 +139,12 @@ def _reshape_grad(ctx, g):
     return reshape_to(g, ctx.in_shapes[0])
 
 
+@reshape_op.defview_inverse
+def _reshape_back(base, value, attrs, index):
+    """The reshapes view all of ``base``: written through, ``base`` becomes ``value`` reshaped back."""
+    return reshape_to(value, base._data.shape)
+
+
 def reshape_to(x: Tensor, shape) -> Tensor:
     """``x`` reshaped to exactly ``shape`` (a 0 is a zero-size dim, not Paddle's "copy this dim");
     what gradient rules use to restore a saved shape."""
@@ -192,6 +201,9 @@ def _flatten_grad(ctx, g):
     return reshape_to(g, ctx.in_shapes[0])
 
 
+flatten_op.defview_inverse(_reshape_back)
+
+
 def flatten(x, start_axis=0, stop_axis=-1, name=None) -> Tensor:
     """Merge the axes ``start_axis..stop_axis`` (inclusive) into one; a 0-d tensor becomes shape [1].
 
@@ -237,6 +249,9 @@ def _squeeze_grad(ctx, g):
     return reshape_to(g, ctx.in_shapes[0])
 
 
+squeeze_op.defview_inverse(_reshape_back)
+
+
 def squeeze(x, axis=None, name=None) -> Tensor:
     """Remove axes of size 1: all of them (``axis=None``) or those named; as in Paddle, a named
     axis whose size is not 1 is left alone.
@@ -273,6 +288,9 @@ unsqueeze_op = Op("unsqueeze", reference=_unsqueeze_kernel, meta=_unsqueeze_meta
 @unsqueeze_op.defgrad
 def _unsqueeze_grad(ctx, g):
     return reshape_to(g, ctx.in_shapes[0])
+
+
+unsqueeze_op.defview_inverse(_reshape_back)
 
 
 def unsqueeze(x, axis, name=None) -> Tensor:
@@ -318,6 +336,11 @@ transpose_op = Op("transpose", reference=_transpose_kernel, meta=_transpose_meta
 def _transpose_grad(ctx, g):
     perm = ctx.attrs["perm"]
     return transpose(g, [int(i) for i in np.argsort(perm)])
+
+
+@transpose_op.defview_inverse
+def _transpose_back(base, value, attrs, index):
+    return dispatch(transpose_op, (value,), {"perm": [int(i) for i in np.argsort(attrs["perm"])]})
 
 
 def transpose(x, perm, name=None) -> Tensor:
@@ -413,7 +436,7 @@ def _concat_meta(*xs: TensorMeta, axis) -> TensorMeta:
     return TensorMeta(shape, _promoted(xs))
 
 
-concat_op = Op("concat", reference=_concat_kernel, meta=_concat_meta, traits=SHAPE, promote=True)
+concat_op = Op("concat", reference=_concat_kernel, meta=_concat_meta, traits=SHAPE, promote=_dt.SAME_DTYPE)
 
 
 @concat_op.defgrad
@@ -461,7 +484,7 @@ def _stack_meta(*xs: TensorMeta, axis) -> TensorMeta:
     return TensorMeta(tuple(shape), _promoted(xs))
 
 
-stack_op = Op("stack", reference=_stack_kernel, meta=_stack_meta, traits=SHAPE, promote=True)
+stack_op = Op("stack", reference=_stack_kernel, meta=_stack_meta, traits=SHAPE, promote=_dt.SAME_DTYPE)
 
 
 @stack_op.defgrad
@@ -502,6 +525,13 @@ split_op = Op("split", reference=_split_kernel, meta=_split_meta, traits=VIEW, n
 @split_op.defgrad
 def _split_grad(ctx, *grads):
     return dispatch(concat_op, grads, {"axis": ctx.attrs["axis"]})
+
+
+@split_op.defview_inverse
+def _split_back(base, value, attrs, index):
+    start = builtins.sum(attrs["sections"][:index])
+    end = start + attrs["sections"][index]
+    return _write_region(base, value, _slice_items(base._data.ndim, [attrs["axis"]], [start], [end], [1]))
 
 
 def _split_sections(x: Tensor, num_or_sections, axis: int, op: str) -> list[int]:
@@ -579,6 +609,11 @@ unbind_op = Op("unbind", reference=_unbind_kernel, meta=_unbind_meta, traits=VIE
 @unbind_op.defgrad
 def _unbind_grad(ctx, *grads):
     return dispatch(stack_op, grads, {"axis": ctx.attrs["axis"]})
+
+
+@unbind_op.defview_inverse
+def _unbind_back(base, value, attrs, index):
+    return _write_region(base, value, [_FULL] * attrs["axis"] + [{"kind": "int", "value": index}])
 
 
 def unbind(input, axis=0) -> list[Tensor]:  # noqa: A002 - Paddle's argument name
@@ -671,6 +706,7 @@ def _broadcast_to_meta(x: TensorMeta, shape) -> TensorMeta:
     return TensorMeta(tuple(shape), x.dtype)
 
 
+# A view without a view_inverse: read-only, as several of its elements are one element of x.
 broadcast_to_op = Op("broadcast_to", reference=_broadcast_to_kernel, meta=_broadcast_to_meta, traits=VIEW)
 
 
@@ -750,7 +786,7 @@ def _flip_meta(x: TensorMeta, axis) -> TensorMeta:
     return x
 
 
-flip_op = Op("flip", reference=_flip_kernel, meta=_flip_meta, traits=VIEW)
+flip_op = Op("flip", reference=_flip_kernel, meta=_flip_meta, traits=ALIAS)
 
 
 @flip_op.defgrad
@@ -852,6 +888,26 @@ def _slice_grad(ctx, g):
     return _scatter_strided(g, ctx.in_shapes[0], a["axes"], a["starts"], a["ends"], [1] * len(a["axes"]))
 
 
+@slice_op.defview_inverse
+def _slice_back(base, value, attrs, index):
+    items = _slice_items(base._data.ndim, attrs["axes"], attrs["starts"], attrs["ends"], [1] * len(attrs["axes"]))
+    return _write_region(base, value, items)
+
+
+def _slice_items(ndim: int, axes, starts, ends, strides) -> list:
+    """The getitem/setitem ``items`` of a (strided) slice: Python's slicing rules, as its kernel's."""
+    items = [_FULL] * ndim
+    for a, s, e, st in zip(axes, starts, ends, strides):
+        items[a] = {"kind": "slice", "start": s, "stop": e, "step": st}
+    return items
+
+
+def _write_region(base, value, items) -> Tensor:
+    """``base`` with ``base[items] = value``: the ``setitem`` op, looked up by name, as its module
+    (indexing) imports this one."""
+    return dispatch(_registries.OPS.get("setitem"), (base, value), {"items": items})
+
+
 def _slice_args(op: str, x: Tensor, axes, starts, ends, strides=None):
     axes = _int_list(axes, op, "axes")
     starts = _int_list(starts, op, "starts")
@@ -901,6 +957,12 @@ strided_slice_op = Op("strided_slice", reference=_strided_slice_kernel, meta=_st
 def _strided_slice_grad(ctx, g):
     a = ctx.attrs
     return _scatter_strided(g, ctx.in_shapes[0], a["axes"], a["starts"], a["ends"], a["strides"])
+
+
+@strided_slice_op.defview_inverse
+def _strided_slice_back(base, value, attrs, index):
+    items = _slice_items(base._data.ndim, attrs["axes"], attrs["starts"], attrs["ends"], attrs["strides"])
+    return _write_region(base, value, items)
 
 
 def strided_slice(x, axes, starts, ends, strides, name=None) -> Tensor:

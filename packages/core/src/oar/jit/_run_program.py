@@ -33,14 +33,23 @@ from oar._graph.static_backward import BackwardProgram, NotDerivable, _rng, _set
 from oar.errors import GradientError
 
 
-def resized_dynamic_dims(t: Tensor, shape) -> Tensor:
-    """``t`` with every dim that ``shape`` marks dynamic (None) at another size (rows repeated or
-    dropped): tracing again with it tells whether a program depends on those sizes."""
+def _another_size(n: int) -> int:
+    return 3 if n == 2 else 2
+
+
+# The sizes a dynamic dim of size n is traced again at, in order of preference: the first for which
+# the capture's Python decides the same (``oar._graph.symbolic.ShapeGuards``) is taken.
+OTHER_SIZES = (_another_size, lambda n: n + 1, lambda n: n + 2, lambda n: 2 * n + 1, lambda n: n - 1 if n > 1 else n + 3)
+
+
+def resized_dynamic_dims(t: Tensor, shape, size_of=_another_size) -> Tensor:
+    """``t`` with every dim that ``shape`` marks dynamic (None) at another size, ``size_of(n)``
+    (rows repeated or dropped): tracing again with it tells whether a program depends on those sizes."""
     a = np.asarray(BACKENDS.get(t._backend).to_numpy(t._data))
     for axis, d in enumerate(shape):
         if d is None:
             n = a.shape[axis]
-            m = 3 if n == 2 else 2
+            m = size_of(n)
             a = np.take(a, np.arange(m) % n, axis=axis) if n else np.zeros(
                 a.shape[:axis] + (m,) + a.shape[axis + 1:], a.dtype)
     other = Tensor._wrap(np.ascontiguousarray(a), "cpu", t.stop_gradient, None, 0, None)._to_backend(t._backend)

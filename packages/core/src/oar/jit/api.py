@@ -11,6 +11,13 @@ dim at another size (from the same rows, without side effects), and when the two
 -- the size was baked into an attribute or a constant, as ``reshape(x, [x.shape[0], -1])`` does
 -- the function is captured per size instead.
 
+A capture is reused only while the Python it ran would decide the same (``Capture.holds``):
+the decisions Python took on dynamic dims (``if x.shape[0] > 2``: ``oar._graph.symbolic``) must
+come out the same for the call's shapes, and the Python numbers and strings the code can read
+(globals, closure cells, the layer's and sublayers' attributes: ``oar.jit._guards``) must be
+unchanged; otherwise the call captures again, and the captures of one key are kept side by side.
+A capture that draws Python-side random numbers or rebinds an attribute of the layer is refused.
+
 When the function cannot be captured (data-dependent Python, see ``oar._graph.tracing``) it falls
 back to eager for good, with one ``UserWarning`` naming the file and line, or raises
 ``GraphBreakError`` under ``full_graph=True``.
@@ -29,15 +36,17 @@ import numpy as np
 
 from oar._engine import eager as _eager
 from oar._engine.device import current_device
-from oar._engine.dispatch import _mode_stack
+from oar._engine.dispatch import _mode_stack, capture_keys
 from oar._engine.tensor import Tensor
 from oar._graph.executor import Executor
 from oar._graph.passes import optimize
 from oar._graph.program import Program, program_signature
-from oar._graph.tracing import GraphBreak, GraphBreakError, TracingMode, user_location
+from oar._graph.symbolic import ShapeGuards, plain_attrs
+from oar._graph.tracing import GraphBreak, GraphBreakError, TracingMode, add_location, location_of, user_location
 from oar._ops.random import get_rng_state, set_rng_state
 from oar.errors import ArgumentError
-from oar.jit._run_program import TrainingPrograms, resized_dynamic_dims
+from oar.jit._guards import LayerAttributes, PythonRandomState, ValueGuards, layer_methods, store_location
+from oar.jit._run_program import OTHER_SIZES, TrainingPrograms, resized_dynamic_dims
 from oar.jit.dy2static.convert import ENABLED, StaticFunctionBase, convert_function
 from oar.static.input import BuildStrategy, InputSpec
 
@@ -151,6 +160,7 @@ class _Snapshot:
                 seen.add(id(t))
                 self.saved.append((t, t._data, t._data.copy(), t._vc))
         self.rng = get_rng_state()
+        self.python_rng = PythonRandomState()
 
     def restore(self) -> None:
         for t, data, saved, vc in self.saved:
@@ -160,6 +170,7 @@ class _Snapshot:
             else:
                 t._data = saved
         set_rng_state(self.rng)
+        self.python_rng.restore()
 
 
 class Capture:
@@ -173,6 +184,14 @@ class Capture:
         self._infer: Executor | None = None
         self._train: Executor | None = None
         self._training: TrainingPrograms | None = None
+        self.shapes: ShapeGuards | None = None  # the decisions Python took on dynamic dims
+        self.values: ValueGuards | None = None  # the Python values the captured code can read
+
+    def holds(self, tensors) -> bool:
+        """Whether a call with ``tensors`` would run the captured Python the same way."""
+        if self.values is not None and not self.values.hold():
+            return False
+        return self.shapes is None or self.shapes.hold([t._data.shape for t in tensors])
 
     def _optimized(self, inference: bool) -> Program:
         s = self.strategy
@@ -220,6 +239,8 @@ class Capture:
 
 
 _training = operator.attrgetter("training")
+# Captures kept side by side for one cache key (other guard outcomes); the oldest goes first.
+MAX_VARIANTS = 8
 
 
 def _none():
@@ -261,6 +282,7 @@ class StaticFunction(StaticFunctionBase):
         self._build_strategy = BuildStrategy.coerce(build_strategy)
         self._full_graph = bool(full_graph)
         self._cache: dict[tuple, Capture] = {}
+        self._variants: dict[tuple, list[Capture]] = {}  # the guarded captures of a key
         self._last: Capture | None = None
         self._fast: tuple | None = None  # (the last hit's _fast_signature, its Capture)
         self._fallback: GraphBreak | None = None
@@ -323,21 +345,35 @@ class StaticFunction(StaticFunctionBase):
         fast = self._fast
         if fast is not None and not kwargs and len(_mode_stack) == 1 and ENABLED[0]:
             if self._fast_signature(args) == fast[0]:
-                entry = self._last = fast[1]
-                return entry.run(list(args))
+                entry = fast[1]  # its shape guards held for these very shapes; the values may have changed
+                if entry.values is None or entry.values.hold():
+                    self._last = entry
+                    return entry.run(list(args))
         if not ENABLED[0] or self._fallback is not None or _tracing_active():
             return self._call_python(args, kwargs)
         tensors: list = []
         names: list = []
         structure = self._structure(args, kwargs, tensors, names)
         key, shapes = self._key(structure, tensors)
-        entry = self._cache.get(key)
+        entry = self._lookup(key, tensors)
         if entry is not None:
             self._last = entry
-            signature = None if kwargs else self._fast_signature(args)
+            # (the hot path runs calls made outside every mode: never a capture keyed by one, autocast's)
+            signature = None if kwargs or capture_keys() else self._fast_signature(args)
             self._fast = None if signature is None else (signature, entry)
             return entry.run(tensors)
         return self._capture(key, shapes, args, kwargs, tensors, names, dry=False)
+
+    def _lookup(self, key, tensors) -> Capture | None:
+        """The capture of ``key`` whose guards hold for ``tensors`` (the last one used first)."""
+        entry = self._cache.get(key)
+        if entry is None or entry.holds(tensors):
+            return entry
+        for other in self._variants.get(key, ()):
+            if other is not entry and other.holds(tensors):
+                self._cache[key] = other
+                return other
+        return None
 
     def _fast_signature(self, args) -> tuple | None:
         """What the hot path compares: each argument's exact shape, dtype and device, and the
@@ -383,6 +419,7 @@ class StaticFunction(StaticFunctionBase):
         ids = [id(t) for t in tensors]
         same = tuple(ids.index(i) for i in ids) if len(set(ids)) != len(ids) else None
         flags = self._layer_flags()
+        modes = capture_keys()  # what the active modes change in a capture (autocast's level, dtype)
         for exact in (False, True):
             shapes = []
             parts = []
@@ -394,7 +431,7 @@ class StaticFunction(StaticFunctionBase):
                     shape = tuple(t._data.shape)
                 shapes.append(shape)
                 parts.append((shape, t._data.dtype.str, t._backend))
-            key = (structure, tuple(parts), same, flags)
+            key = (structure, tuple(parts), same, flags, modes)
             if key not in self._exact_keys:
                 break
         return key, shapes
@@ -411,56 +448,116 @@ class StaticFunction(StaticFunctionBase):
         return state
 
     def _trace(self, args, kwargs, tensors, names, shapes, *, full_graph: bool, isolate: bool = False):
+        """Run the converted function under a tracer; returns (program, result, tracer)."""
         program = Program()
         program.meta = {"function": self._name, "device": tensors[0]._backend if tensors else current_device()}
         flags = self._layer_flags()
         if flags:
             program.meta["training"] = bool(flags[0])
-        tracer = TracingMode(program, self._state(), full_graph=full_graph, isolate=isolate)
+        tracer = TracingMode(program, self._state(), full_graph=full_graph, isolate=isolate,
+                             guard_shapes=any(None in s for s in shapes))
+        tracer.note_call(self.dygraph_function, self._instance)
+        layers = self._layers or ()
+        attributes = LayerAttributes(layers) if layers else None
+        randomness = PythonRandomState()
         try:
             for t, shape, name in zip(tensors, shapes, names):
                 tracer.feed(t, shape, name)
             with tracer:
                 result = self._call_converted(args, kwargs)
             tracer.finish(result)
+            if tracer.broken is None:
+                self._check_python_state(tracer, attributes, randomness)
+        except GraphBreakError:
+            raise
+        except Exception as exc:  # at capture: the message names the user's line (the type is kept)
+            add_location(exc, location_of(exc))
+            raise
         finally:
             tracer.restore()
+            if tracer.shape_guards is not None:
+                tracer.shape_guards.active = False  # a SymInt kept past the capture records nothing
+            if isolate and attributes is not None:
+                attributes.restore()
         if tracer.broken is not None and full_graph:
             raise GraphBreakError(f"to_static(full_graph=True): {self._name} cannot be captured: {tracer.broken}")
-        return program, result, tracer.broken
+        return program, result, tracer
 
-    def _same_for_other_sizes(self, program: Program, args, kwargs, tensors, names, shapes) -> bool:
-        """Trace again with every dynamic dim at another size; True when the program is the same."""
+    def _check_python_state(self, tracer: TracingMode, attributes: LayerAttributes | None,
+                            randomness: PythonRandomState) -> None:
+        """Refuse what a program would not repeat: an attribute of the layer (or a sublayer)
+        rebound, a draw from Python's or numpy's generators (where convert_call saw no call)."""
+        changed = attributes.changed() if attributes is not None else None
+        if changed is not None:
+            layer, name = changed
+            functions = [fn for fn, obj in tracer.called.values() if obj is layer] + layer_methods(layer)
+            tracer.break_graph(
+                f"the function sets the attribute {name!r} of {type(layer).__name__} (self.{name} = ...), which a "
+                f"program would not do again on later calls; keep such state outside the to_static function, or "
+                f"in a tensor updated in place", store_location(name, functions) or self._definition())
+        elif randomness.changed():
+            tracer.break_graph(
+                "the function draws random numbers from Python's random or numpy.random, which a program would "
+                "replay as the numbers drawn at capture; use oar.rand / oar.randn / oar.randint (drawn anew on "
+                "every call)", self._definition())
+
+    def _definition(self) -> tuple[str, int]:
+        code = getattr(self.dygraph_function, "__code__", None)
+        return (code.co_filename, code.co_firstlineno) if code is not None else user_location()
+
+    def _same_for_other_sizes(self, program: Program, guards: ShapeGuards, args, kwargs, tensors, names,
+                              shapes) -> str:
+        """Trace again with every dynamic dim at another size for which Python decides the same
+        (``guards``): "same" when the program is the same, "differs" when not, "nosize" when no
+        size tried gives every decision its outcome."""
+        for size_of in OTHER_SIZES:
+            other_shapes = [tuple(size_of(n) if d is None else n for n, d in zip(t._data.shape, shape))
+                            for t, shape in zip(tensors, shapes)]
+            if guards.hold(other_shapes):
+                break
+        else:
+            return "nosize"
         mapping = {}
         for t, shape in zip(tensors, shapes):
             if None not in shape or id(t) in mapping:
                 continue
-            mapping[id(t)] = resized_dynamic_dims(t, shape)
+            mapping[id(t)] = resized_dynamic_dims(t, shape, size_of)
         if not mapping:
-            return True
+            return "same"
         snapshot = _Snapshot([t for (_, _, t) in self._state().values()])
         try:
-            other_program, _, broken = self._trace(_replace(args, mapping), _replace(kwargs, mapping),
-                                                   [mapping.get(id(t), t) for t in tensors], names, shapes,
-                                                   full_graph=False, isolate=True)
+            other_program, _, other = self._trace(_replace(args, mapping), _replace(kwargs, mapping),
+                                                  [mapping.get(id(t), t) for t in tensors], names, shapes,
+                                                  full_graph=False, isolate=True)
         except Exception:  # noqa: BLE001 - a size the function cannot take: capture per size
-            return False
+            return "differs"
         finally:
             snapshot.restore()
-        return broken is None and program_signature(other_program) == program_signature(program)
+        same = other.broken is None and not other.shape_guards.baked and other.shape_guards.same_decisions(guards) \
+            and program_signature(other_program) == program_signature(program)
+        return "same" if same else "differs"
 
     def _capture(self, key, shapes, args, kwargs, tensors, names, *, dry: bool):
         snapshot = _Snapshot([t for (_, _, t) in self._state().values()]) if dry else None
         try:
-            program, result, broken = self._trace(args, kwargs, tensors, names, shapes, full_graph=self._full_graph,
+            program, result, tracer = self._trace(args, kwargs, tensors, names, shapes, full_graph=self._full_graph,
                                                   isolate=dry)
         finally:
             if snapshot is not None:
                 snapshot.restore()
-        if broken is not None:
-            self._fall_back(broken)
+        if tracer.shape_guards is not None:
+            result = plain_attrs(result, None)  # the caller gets plain ints, as from the program
+        if tracer.broken is not None:
+            self._fall_back(tracer.broken)
             return result
-        if any(None in s for s in shapes) and not self._same_for_other_sizes(program, args, kwargs, tensors, names, shapes):
+        guards = tracer.shape_guards
+        verdict = "same"
+        if guards is not None:
+            verdict = "differs" if guards.baked or guards.unknown else \
+                self._same_for_other_sizes(program, guards, args, kwargs, tensors, names, shapes)
+        if verdict == "nosize":  # only sizes like these decide the same: this capture serves these sizes only
+            guards.pin([t._data.shape for t in tensors], shapes)
+        elif verdict == "differs":
             self._exact_keys.add(key)
             if not self._warned_sizes:
                 self._warned_sizes = True
@@ -468,13 +565,20 @@ class StaticFunction(StaticFunctionBase):
                 warnings.warn_explicit(
                     f"to_static: the program of {self._name} depends on the size of a dim its input_spec leaves "
                     f"dynamic (a shape read from x.shape became an attribute or a constant, as in reshape to "
-                    f"x.shape[0] or dropout's mask); it is captured again for each size",
+                    f"x.shape[0] or dropout's mask, or Python decided on a size it cannot tie to an input dim); it "
+                    f"is captured again for each size",
                     UserWarning, filename, lineno)
             program = self._respecialized(program, tensors)
             key, _ = self._key(key[0], tensors)
         backend = program.meta.get("device", "cpu")
         entry = Capture(program, self._build_strategy, backend)
+        entry.shapes = guards if guards is not None and guards.decisions else None
+        entry.values = ValueGuards.collect(tracer.called.values(), self._layers or ())
         self._cache[key] = entry
+        if entry.shapes is not None or entry.values is not None:
+            variants = self._variants.setdefault(key, [])
+            variants.append(entry)
+            del variants[:-MAX_VARIANTS]
         self._last = entry
         return result
 
@@ -510,7 +614,7 @@ class StaticFunction(StaticFunctionBase):
         names: list = []
         structure = self._structure(args, kwargs, tensors, names)
         key, shapes = self._key(structure, tensors)
-        entry = self._cache.get(key)
+        entry = self._lookup(key, tensors)
         if entry is None:
             self._capture(key, shapes, args, kwargs, tensors, names, dry=True)
             if self._fallback is not None:
@@ -533,6 +637,7 @@ class StaticFunction(StaticFunctionBase):
 
     def clear_cache(self) -> None:
         self._cache.clear()
+        self._variants.clear()
         self._last = None
         self._fast = None
 

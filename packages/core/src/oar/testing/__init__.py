@@ -56,7 +56,7 @@ EPS = {"float64": 2.0 ** -52, "float32": 2.0 ** -23, "float16": 2.0 ** -10, "bfl
 __all__ = [
     "OpCase", "check_output", "check_grad", "check_case", "check_forward", "load_cases", "record_ops", "OpRecorder",
     "TOLERANCES", "noncontiguous", "sum_tolerance", "check_static", "check_static_grad", "check_static_random",
-    "check_graph_break", "is_random", "op_table_tests", "op_table_from",
+    "check_graph_break", "is_random", "op_table_tests", "op_table_from", "numeric_gradient", "line_of",
 ]
 
 
@@ -152,6 +152,35 @@ class OpRecorder(Mode):
 def record_ops(check_meta: bool = True) -> OpRecorder:
     """``with record_ops() as rec: ...`` runs eagerly, checks metas, and lists ops in ``rec.ops``."""
     return OpRecorder(check_meta)
+
+
+def numeric_gradient(f: Callable[[np.ndarray], float], x0: np.ndarray, eps: float = FD_EPS) -> np.ndarray:
+    """Central finite differences of the scalar function ``f`` at ``x0`` (a float64 array).
+
+    >>> import numpy as np
+    >>> from oar.testing import numeric_gradient
+    >>> numeric_gradient(lambda a: float((a ** 2).sum()), np.array([1.0, -2.0])).round(6).tolist()
+    [2.0, -4.0]
+    """
+    grad = np.zeros_like(x0)
+    for i in np.ndindex(*x0.shape):
+        hi, lo = x0.copy(), x0.copy()
+        hi[i] += eps
+        lo[i] -= eps
+        grad[i] = (f(hi) - f(lo)) / (2 * eps)
+    return grad
+
+
+def line_of(fn: Callable, text: str) -> int:
+    """The line number (in its file) of the first line of ``fn``'s source that contains ``text``:
+    what an error or warning that names the user's line should name."""
+    import inspect
+
+    lines, start = inspect.getsourcelines(fn)
+    for i, line in enumerate(lines):
+        if text in line:
+            return start + i
+    raise AssertionError(f"{text!r} not in {fn.__name__}")
 
 
 def noncontiguous(a: np.ndarray) -> np.ndarray:

@@ -6,6 +6,8 @@
 - ``lazy_exports(namespace, exports)``: the ``__getattr__`` and ``__dir__`` of a package whose
   names load on first use (PEP 562): what a distribution whose plugin registers on every
   program's first op uses, so that registering imports none of its machinery.
+- ``public_dir(namespace, subpackages)``: the ``__dir__`` of a package that lists its public API
+  only, not the modules its imports bind on the way or ``annotations``.
 
 >>> import os, tempfile
 >>> from oar.utils import atomic_file
@@ -18,8 +20,10 @@
 
 from __future__ import annotations
 
+import __future__
 import importlib
-from collections.abc import Callable
+import types
+from collections.abc import Callable, Iterable
 
 from oar._engine.serialization import atomic_file as atomic_file
 
@@ -57,9 +61,40 @@ def lazy_exports(namespace: dict, exports: dict[str, list[str]]) -> tuple[Callab
         return value
 
     def __dir__() -> list[str]:
-        return sorted({*namespace, *module_of})
+        return sorted({*(name for name, value in namespace.items() if not _is_future_feature(value)), *module_of})
 
     return __getattr__, __dir__
 
 
-__all__ = ["atomic_file", "lazy_exports"]
+_FUTURE_FEATURES = tuple(getattr(__future__, name) for name in __future__.all_feature_names)
+
+
+def _is_future_feature(value: object) -> bool:
+    """``annotations`` and the like, which ``from __future__ import ...`` binds in a module."""
+    return any(value is feature for feature in _FUTURE_FEATURES)
+
+
+def public_dir(namespace: dict, subpackages: Iterable[str] = (), hide: Iterable[str] = ()) -> Callable[[], list[str]]:
+    """The ``__dir__`` of a package that shows its public API only: the names in ``namespace`` (the
+    package's ``globals()``, read at each call, so names bound later show too) that do not start with an
+    underscore, less ``annotations`` and the modules the package's own imports bound on the way (such as
+    ``oar.nn.layer``), except the public ``subpackages`` named, and less the names in ``hide`` (public to
+    oar's own packages, not to users).
+
+    >>> import types
+    >>> package = types.ModuleType("example")
+    >>> exec("from __future__ import annotations\\nimport json, json.decoder\\nfrom json import dumps", vars(package))
+    >>> package.__dir__ = public_dir(vars(package), subpackages=["json"])
+    >>> dir(package)
+    ['dumps', 'json']
+    """
+    shown, hidden = set(subpackages), set(hide)
+
+    def __dir__() -> list[str]:
+        return sorted(name for name, value in namespace.items() if not name.startswith("_") and name not in hidden
+                      and not _is_future_feature(value) and (not isinstance(value, types.ModuleType) or name in shown))
+
+    return __dir__
+
+
+__all__ = ["atomic_file", "lazy_exports", "public_dir"]

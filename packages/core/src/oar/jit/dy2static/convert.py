@@ -21,6 +21,7 @@ import textwrap
 import types
 import weakref
 
+from oar.jit._guards import draws_python_random
 from oar.jit.dy2static import runtime
 from oar.jit.dy2static import transformer as _t
 from oar.jit.dy2static.transformer import RUNTIME, Unsupported
@@ -152,6 +153,7 @@ def _converted_tree(fn) -> ast.Module:
     for node in ast.walk(fdef):
         if isinstance(node, ast.Name) and node.id.startswith(_t.PREFIX):
             raise Unsupported(f"the name {node.id} (the prefix {_t.PREFIX} is reserved)", node)
+    _t.note_outer_stores(fdef)
     if "__class__" in code.co_freevars:
         _explicit_super(fdef)
     _t.ExpressionTransformer().visit(fdef)
@@ -248,16 +250,30 @@ def converted_source(fn) -> str:
 
 def convert_call(fn):
     """``fn`` converted when it is a user function (or method, or a user Layer's forward) called
-    while a function is captured; ``fn`` itself otherwise."""
-    if runtime._tracer() is None or not ENABLED[0]:
+    while a function is captured; ``fn`` itself otherwise. The user functions are listed in the
+    tracer's ``called`` (to_static guards the Python values they read); a call into Python's or
+    numpy's random generators breaks the graph at its line."""
+    tracer = runtime._tracer()
+    if tracer is None or not ENABLED[0]:
+        return fn
+    drawn = draws_python_random(fn)
+    if drawn is not None:
+        tracer.break_graph(f"the function calls {drawn}(), Python-side randomness that a program would replay as "
+                           f"the number drawn at capture; use oar.rand / oar.randn / oar.randint (drawn anew on "
+                           f"every call)")
         return fn
     if isinstance(fn, StaticFunctionBase):
         inner = convert_function(fn.dygraph_function)
         inst = fn._instance
+        tracer.note_call(fn.dygraph_function, inst)
         return inner if inst is None else types.MethodType(inner, inst)
     if isinstance(fn, types.FunctionType):
+        if is_user_function(fn):
+            tracer.note_call(fn, None)
         return convert_function(fn)
     if isinstance(fn, types.MethodType) and isinstance(fn.__func__, types.FunctionType):
+        if is_user_function(fn.__func__):
+            tracer.note_call(fn.__func__, fn.__self__)
         inner = convert_function(fn.__func__)
         return fn if inner is fn.__func__ else types.MethodType(inner, fn.__self__)
     forward = getattr(type(fn), "forward", None)
@@ -265,6 +281,7 @@ def convert_call(fn):
         forward = forward.dygraph_function
     if isinstance(forward, types.FunctionType) and callable(getattr(fn, "named_parameters", None)) \
             and is_user_function(forward) and not inspect.isclass(fn):
+        tracer.note_call(forward, fn)
         converted = convert_function(forward)
         if converted is not forward:
             return _LayerCall(fn, converted)

@@ -511,6 +511,29 @@ def is_python_true(value) -> bool:
 
 
 # ------------------------------------------------------------------------------------------
+# Python state: len() of a traced tensor, variables outside the function
+# ------------------------------------------------------------------------------------------
+def convert_len(length, value):
+    """``len(value)``: a traced tensor's first dim as ``value.shape[0]`` gives it (a dynamic one
+    as a SymInt, whose comparisons the capture guards)."""
+    if length is builtins.len and isinstance(value, Tensor):
+        tracer = _tracer()
+        dims = tracer.sym_shape(value) if tracer is not None else None
+        if dims:
+            return dims[0]
+    return length(value)
+
+
+def outer_store(name: str, kind: str) -> None:
+    """The function is about to assign the ``global`` / ``nonlocal`` variable ``name``: a program
+    would not do it again on later calls, so the capture breaks at this line."""
+    tracer = _tracer()
+    if tracer is not None:
+        _break(tracer, f"the function assigns the {kind} variable {name!r}, which a program would not do again on "
+                       f"later calls; keep such state outside the to_static function")
+
+
+# ------------------------------------------------------------------------------------------
 # loops
 # ------------------------------------------------------------------------------------------
 def range_args(rng, *args):
@@ -661,4 +684,4 @@ def _slot_of(counts, leaf: int) -> int:
 
 __all__ = ["UndefinedVar", "UndefinedVariableError", "convert_ifelse", "convert_ifelse_expr", "convert_while_loop",
            "convert_logical_and", "convert_logical_or", "convert_logical_not", "range_args",
-           "range_cond", "is_python_true", "return_value", "GraphBreakError"]
+           "range_cond", "is_python_true", "return_value", "convert_len", "outer_store", "GraphBreakError"]

@@ -1,10 +1,14 @@
 """The AST rewrites of dynamic-to-static: Python control flow into calls of the runtime helpers.
 
-A function's tree goes through four passes, each small enough to read on its own:
+Before them, ``note_outer_stores`` puts an ``outer_store`` call before each statement that assigns a
+variable the function declares ``global`` (or ``nonlocal``): state outside the function that a
+program would not change again, so the capture breaks there. Then the tree goes through four
+passes, each small enough to read on its own:
 
 1. ``ExpressionTransformer``: ``a and b`` / ``a or b`` / ``not a`` / ``x if c else y`` become
    ``convert_logical_*`` / ``convert_ifelse_expr`` calls with their operands in lambdas (lazy, so
-   Python values behave exactly as in Python); ``f(...)`` becomes ``convert_call(f)(...)``.
+   Python values behave exactly as in Python); ``f(...)`` becomes ``convert_call(f)(...)``, and
+   ``len(x)`` ``convert_len(len, x)`` (a traced tensor's dynamic first dim, guarded as ``x.shape[0]``).
 2. ``lower_returns``: a function with an early ``return`` gets one exit -- each ``return v`` sets a
    return flag and a value variable, the statements after it are guarded by ``if not flag``.
 3. ``lower_loops``: ``for i in range(...)`` becomes a ``while`` over a hidden index; ``break`` and
@@ -330,12 +334,61 @@ class ExpressionTransformer(ast.NodeTransformer):
         func = node.func
         if isinstance(func, ast.Name) and func.id in ("locals", "vars") and not node.args:
             raise Unsupported(f"{func.id}() inside a converted function", node)
+        if isinstance(func, ast.Name) and func.id == "len" and len(node.args) == 1 and not node.keywords \
+                and not isinstance(node.args[0], ast.Starred):
+            return _at(_call(_runtime("convert_len"), func, node.args[0]), node)
         if isinstance(func, ast.Name) and func.id in _CALLS_KEPT:
             return node
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == RUNTIME:
             return node
         node.func = _at(_call(_runtime("convert_call"), func), func)
         return node
+
+
+def _own_bindings(stmt: ast.stmt) -> list[str]:
+    """The names ``stmt`` itself binds (not the statements in its blocks)."""
+    out: list[str] = []
+    if isinstance(stmt, (ast.Assign, ast.Delete)):
+        for t in stmt.targets:
+            _target_names(t, out)
+    elif isinstance(stmt, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor)):
+        _target_names(stmt.target, out)
+    elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+        for item in stmt.items:
+            if item.optional_vars is not None:
+                _target_names(item.optional_vars, out)
+    elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
+        out.extend((a.asname or a.name).split(".")[0] for a in stmt.names)
+    return out
+
+
+def note_outer_stores(fdef: ast.FunctionDef, outermost: bool = True) -> None:
+    """Before each statement of ``fdef`` that assigns a name it declares ``global`` (or, for the
+    converted function itself, ``nonlocal``: a nested def's nonlocal is the function's own local),
+    an ``outer_store(name, kind)`` call: the capture breaks there."""
+    declared: dict[str, str] = {}
+    for node in walk_scope(fdef.body):
+        if isinstance(node, ast.Global):
+            declared.update(dict.fromkeys(node.names, "global"))
+        elif isinstance(node, ast.Nonlocal) and outermost:
+            declared.update(dict.fromkeys(node.names, "nonlocal"))
+
+    def rewrite(stmts: list[ast.stmt]) -> list[ast.stmt]:
+        out: list[ast.stmt] = []
+        for stmt in stmts:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                note_outer_stores(stmt, outermost=False)
+            for block in _blocks(stmt, loops=True):
+                block[:] = rewrite(block)
+            for name in _own_bindings(stmt):
+                if name in declared:
+                    call = _call(_runtime("outer_store"), _const(name), _const(declared[name]))
+                    out.extend(_located([ast.Expr(value=call)], stmt))
+                    break
+            out.append(stmt)
+        return out
+
+    fdef.body = rewrite(fdef.body)
 
 
 def _binds_in_place(exprs) -> bool:
