@@ -89,6 +89,7 @@ class Layer:
         object.__setattr__(self, "_non_persistable_buffer_names_set", set())
         object.__setattr__(self, "_forward_pre_hooks", collections.OrderedDict())
         object.__setattr__(self, "_forward_post_hooks", collections.OrderedDict())
+        object.__setattr__(self, "_state_dict_hooks", collections.OrderedDict())
         scope = name_scope or _snake(type(self).__name__)
         object.__setattr__(self, "_full_name", _unique_name(scope))
         # Without a dtype, the default one now (``oar.set_default_dtype``): what Paddle's
@@ -124,6 +125,14 @@ class Layer:
         hook_id = next(_hook_ids)
         self._forward_post_hooks[hook_id] = hook
         return HookRemoveHelper(self._forward_post_hooks, hook_id)
+
+    def register_state_dict_hook(self, hook: Callable) -> HookRemoveHelper:
+        """``hook(state_dict)`` runs at the end of ``state_dict()`` of this layer or of one that
+        holds it (``use_hook=True``); a non-None return replaces the dict. oar.amp's ``decorate``
+        casts what is saved this way (``save_dtype``)."""
+        hook_id = next(_hook_ids)
+        self._state_dict_hooks[hook_id] = hook
+        return HookRemoveHelper(self._state_dict_hooks, hook_id)
 
     # -- registration -------------------------------------------------------------------------
     def __setattr__(self, name: str, value: Any) -> None:
@@ -372,6 +381,12 @@ class Layer:
             if id(t) not in seen:
                 seen.add(id(t))
                 out[name] = t
+        if use_hook:  # the sublayers' hooks, then this layer's, as Paddle runs them
+            for layer in reversed(self.sublayers(include_self=True) if include_sublayers else [self]):
+                for hook in list(layer.__dict__.get("_state_dict_hooks", {}).values()):
+                    result = hook(out)
+                    if result is not None:
+                        out = result
         return out
 
     def set_state_dict(self, state_dict: dict, use_structured_name: bool = True, strict: bool = True):
@@ -435,21 +450,62 @@ class Layer:
     def to(self, device=None, dtype=None, blocking=None) -> Layer:
         """Move parameters and buffers to ``device`` and/or cast floating ones to ``dtype``."""
         for layer in self.sublayers(include_self=True):
-            for store in (layer._parameters, layer._buffers):
-                for t in store.values():
-                    if t is None:
-                        continue
-                    converted = t
-                    if dtype is not None and t.dtype.is_floating:
-                        converted = converted.astype(dtype)
-                    if device is not None:
-                        converted = converted.to(device)
-                    if converted is not t:
-                        t._set_buffer(converted._data)
-                        t._backend = converted._backend
-                        t._grad = None
-            if dtype is not None:
-                object.__setattr__(layer, "_dtype", get_dtype(dtype).name)
+            layer._convert_own_state(device, dtype)
+        return self
+
+    def _convert_own_state(self, device, dtype) -> None:
+        """``to`` for this layer's own parameters and buffers, not its sublayers'."""
+        for store in (self._parameters, self._buffers):
+            for t in store.values():
+                if t is None:
+                    continue
+                converted = t
+                if dtype is not None and t.dtype.is_floating:
+                    converted = converted.astype(dtype)
+                if device is not None:
+                    converted = converted.to(device)
+                if converted is not t:
+                    t._set_buffer(converted._data)
+                    t._backend = converted._backend
+                    t._grad = None
+        if dtype is not None:
+            object.__setattr__(self, "_dtype", get_dtype(dtype).name)
+
+    def float16(self, excluded_layers=None) -> Layer:
+        """Cast the floating parameters and buffers to float16, in place, except those of
+        ``excluded_layers``: layer types (every layer of the type keeps its own), layer instances
+        (with their sublayers) or a list of them; None keeps the batch norms' (Paddle's default).
+
+        >>> import oar
+        >>> net = oar.nn.Sequential(oar.nn.Conv2D(1, 2, 3), oar.nn.BatchNorm2D(2))
+        >>> net.float16()[0].weight.dtype, net[1].weight.dtype
+        (oar.float16, oar.float32)
+        """
+        return self._to_low_precision("float16", excluded_layers, "float16")
+
+    def bfloat16(self, excluded_layers=None) -> Layer:
+        """``float16`` for bfloat16."""
+        return self._to_low_precision("bfloat16", excluded_layers, "bfloat16")
+
+    def _to_low_precision(self, dtype: str, excluded_layers, where: str) -> Layer:
+        if excluded_layers is None:
+            from oar.nn.layer.norm import BatchNorm, _BatchNormBase  # a cycle: norm's layers subclass Layer
+
+            excluded_layers = [BatchNorm, _BatchNormBase]
+        elif isinstance(excluded_layers, Layer) or isinstance(excluded_layers, type):
+            excluded_layers = [excluded_layers]
+        types, kept = [], set()
+        for item in excluded_layers:
+            if isinstance(item, Layer):
+                kept.update(id(layer) for layer in item.sublayers(include_self=True))
+            elif isinstance(item, type) and issubclass(item, Layer):
+                types.append(item)
+            else:
+                raise ArgumentError(f"{where}: excluded_layers must hold oar.nn.Layer types or instances, got "
+                                    f"{type(item).__name__}")
+        for layer in self.sublayers(include_self=True):
+            if id(layer) not in kept and not isinstance(layer, tuple(types)):
+                layer._convert_own_state(None, dtype)
         return self
 
     def astype(self, dtype) -> Layer:
