@@ -166,7 +166,7 @@ def test_conv_epilogue(act, per_channel, max_pool):
     x_scale = np.array(0.004, F32)
     w_scale = (RNG.uniform(0.002, 0.01, 8) * RNG.choice([-1, 1], 8)).astype(F32) if per_channel else np.array(0.005, F32)
     zw, bias = zero_points(8, per_channel, True), RNG.standard_normal(8).astype(F32)
-    args = (x, x_scale, np.array(-2, np.int8), w, w_scale, zw, bias, None, None, (1, 1), (1, 1, 1, 1), (1, 1), 1, act,
+    args = (x, x_scale, np.array(-2, np.int8), w, w_scale, zw, bias, (1, 1), (1, 1, 1, 1), (1, 1), 1, act,
             ACT_ATTRS.get(act, {}), max_pool)
     got = _qgemm.quantized_conv2d(*args)
     y = epilogue(integer_conv(x, -2, w, zw, padding=(1, 1, 1, 1)), x_scale, np.broadcast_to(w_scale, (8,)), bias, act,
@@ -185,38 +185,11 @@ def test_linear_epilogue(act, per_channel, with_bias):
     x_scale = np.array(0.01, F32)
     w_scale = (RNG.uniform(0.001, 0.01, 21) * RNG.choice([-1, 1], 21)).astype(F32) if per_channel else np.array(0.004, F32)
     zw, bias = zero_points(21, per_channel, True), RNG.standard_normal(21).astype(F32) if with_bias else None
-    args = (x, x_scale, np.array(4, np.int8), w, w_scale, zw, bias, None, None, act, {})
+    args = (x, x_scale, np.array(4, np.int8), w, w_scale, zw, bias, act, {})
     got = _qgemm.quantized_linear(*args)
     close(got, epilogue(integer_linear(x, 4, w, zw), x_scale, np.broadcast_to(w_scale, (21,)), bias, act, 1), terms=3)
     if act in (None, "relu"):
         np.testing.assert_array_equal(got, reference._quantized_linear_kernel(*args))
-
-
-@needs_vnni
-@pytest.mark.parametrize("act", [None, "relu", "sigmoid"])
-@pytest.mark.parametrize("max_pool", [None, 2])
-@pytest.mark.parametrize("zero_point", [0, -5])
-def test_requantized_outputs_are_the_integers_quantize_linear_makes(act, max_pool, zero_point):
-    """With out_scale the layers write int8: quantize_linear of their float32 result, bit for bit
-    (a step small enough that some results clip at -128 / 127)."""
-    out = (np.array(0.004, F32), np.array(zero_point, np.int8))
-    x, w, zw = int8(3, 6, 9, 8), int8(8, 6, 3, 3), zero_points(8, True, True)
-    conv = (x, np.array(0.004, F32), np.array(-2, np.int8), w, np.full(8, 0.003, F32), zw, RNG.standard_normal(8)
-            .astype(F32))
-    conv_attrs = ((1, 1), (1, 1, 1, 1), (1, 1), 1, act, {}, max_pool)
-    got = _qgemm.quantized_conv2d(*conv, *out, *conv_attrs)
-    float_result = _qgemm.quantized_conv2d(*conv, None, None, *conv_attrs)
-    expected = reference._quantize_linear_kernel(float_result, *out, None, 8)
-    assert got.dtype == np.int8 and 127 in got and (act is not None or -128 in got)
-    np.testing.assert_array_equal(got, expected)
-    np.testing.assert_array_equal(got, reference._quantized_conv2d_kernel(*conv, *out, *conv_attrs))
-    xl, wl = int8(9, 50), int8(50, 21)
-    linear = (xl, np.array(0.01, F32), np.array(4, np.int8), wl, np.full(21, 0.004, F32), zero_points(21, True, True),
-              None)
-    got = _qgemm.quantized_linear(*linear, *out, act, {})
-    expected = reference._quantize_linear_kernel(_qgemm.quantized_linear(*linear, None, None, act, {}), *out, None, 8)
-    np.testing.assert_array_equal(got, expected)
-    np.testing.assert_array_equal(got, reference._quantized_linear_kernel(*linear, *out, act, {}))
 
 
 # -- threads, fallbacks, registration -----------------------------------------------------------------
@@ -236,12 +209,10 @@ def test_shares_of_a_large_batch_on_numba_threads_give_the_one_thread_result(two
         kernel = getattr(_qgemm, name)
         monkeypatch.setattr(_qgemm, name, lambda *args, kernel=kernel, name=name: (shared.append(name), kernel(*args)))
     x, w, zw = int8(16, 32, 32, 32), int8(32, 32, 3, 3), zero_points(32, True, True)
-    conv = (x, np.array(0.01, F32), np.array(3, np.int8), w, np.full(32, 0.02, F32), zw, None, None, None, (1, 1),
-            (1, 1, 1, 1),
+    conv = (x, np.array(0.01, F32), np.array(3, np.int8), w, np.full(32, 0.02, F32), zw, None, (1, 1), (1, 1, 1, 1),
             (1, 1), 1, "relu", {}, 2)
     xl, wl, zl = int8(300, 256), int8(256, 64), zero_points(64, True, True)
-    linear = (xl, np.array(0.01, F32), np.array(-1, np.int8), wl, np.full(64, 0.02, F32), zl, None, None, None, None,
-              {})
+    linear = (xl, np.array(0.01, F32), np.array(-1, np.int8), wl, np.full(64, 0.02, F32), zl, None, None, {})
     threaded = _qgemm.quantized_conv2d(*conv), _qgemm.quantized_linear(*linear)
     assert shared == ["_conv_parts", "_linear_parts"]
     oar.set_num_threads(1)
@@ -254,19 +225,17 @@ def test_what_the_kernels_do_not_take_gets_the_reference_answer():
     """Groups, a negative padding (a crop), a depth past MAX_DEPTH, int16 weights, a weight scale of
     the wrong size (the reference raises), and every call on a CPU without VNNI."""
     x, w = int8(2, 4, 6, 6), int8(6, 2, 3, 3)
-    grouped = (x, ONE, np.array(1, np.int8), w, np.ones(6, F32), np.zeros(6, np.int8), None, None, None, (1, 1),
-               (1, 1, 1, 1),
+    grouped = (x, ONE, np.array(1, np.int8), w, np.ones(6, F32), np.zeros(6, np.int8), None, (1, 1), (1, 1, 1, 1),
                (1, 1), 2)
     np.testing.assert_array_equal(_qgemm.quantized_conv2d(*grouped), reference._quantized_conv2d_kernel(*grouped))
-    cropped = (x, ONE, np.array(1, np.int8), int8(3, 4, 3, 3), np.ones(3, F32), np.zeros(3, np.int8), None, None,
-               None, (1, 1),
+    cropped = (x, ONE, np.array(1, np.int8), int8(3, 4, 3, 3), np.ones(3, F32), np.zeros(3, np.int8), None, (1, 1),
                (0, -1, 1, 0), (1, 1), 1)
     np.testing.assert_array_equal(_qgemm.quantized_conv2d(*cropped), reference._quantized_conv2d_kernel(*cropped))
     deep = (int8(2, _qgemm.MAX_DEPTH + 4), ONE, np.array(0, np.int8), int8(_qgemm.MAX_DEPTH + 4, 3), ONE,
             np.array(0, np.int8))
     np.testing.assert_array_equal(_qgemm.quantized_linear(*deep), reference._quantized_linear_kernel(*deep))
     assert not _qgemm._linear_fits(int8(2, 5), ONE, np.array(0, np.int8), int8(5, 3).astype(np.int16), ONE,
-                                   np.array(0, np.int8), None, None, None)
+                                   np.array(0, np.int8), None)
     with pytest.raises(ValueError):  # numpy's broadcasting error, from the reference
         _qgemm.quantized_linear(int8(2, 5), ONE, np.array(0, np.int8), int8(5, 3), np.ones(2, F32),
                                 np.zeros(2, np.int8))

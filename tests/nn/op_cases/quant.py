@@ -178,11 +178,6 @@ def ref_quantized_linear(x, xs, w, ws, b, xz, wz, act=None):
     return np.maximum(y, 0) if act == "relu" else y
 
 
-def requantized_reference(y, step, zero_point):
-    """``y`` quantized per tensor to int8 (half to even), as ``quantize_linear``."""
-    return np.clip(np.rint(y / np.float64(step)) + int(zero_point), -128, 127).astype(np.int8)
-
-
 def ref_quantized_conv2d(x, xs, w, ws, b, xz, wz, stride, padding, act=None, max_pool=None):
     (sh, sw), (top, bottom, left, right), kh, kw = stride, padding, w.shape[2], w.shape[3]
     xc = np.pad(x.astype(np.int64) - int(xz), ((0, 0), (0, 0), (top, bottom), (left, right)))  # padding is a real 0
@@ -224,20 +219,4 @@ CASES += [
                                                          "sigmoid"),
            [_int8(1, 3, 8, 5), np.array(2.0 ** -6, np.float32), QC_W, np.array(2.0 ** -9, np.float32),
             np.array(-7, np.int8)], grad=False, dtypes=("float32",), id="quantized_conv2d_strided_sigmoid"),
-    OpCase("quantized_linear",
-           lambda x, xs, w, ws, b, os, oz: quant.quantized_linear(x, xs, w, ws, b, act="relu", out_scale=os,
-                                                                  out_zero_point=oz),
-           lambda x, xs, w, ws, b, os, oz: requantized_reference(
-               ref_quantized_linear(x, xs, w, ws, b, np.int8(0), np.int8(0), "relu"), os, oz),
-           [_int8(2, 3, 30), np.array(2.0 ** -6, np.float32), QL_W, _pow2_steps(7).astype(np.float32),
-            (RNG.integers(-40, 40, 7) / 16).astype(np.float32), np.array(2.0 ** -4, np.float32), np.array(-9, np.int8)],
-           grad=False, dtypes=("float32",), id="quantized_linear_requantized_relu"),
-    OpCase("quantized_conv2d",
-           lambda x, xs, w, ws, os: quant.quantized_conv2d(x, xs, w, ws, padding=(1, 1, 1, 1), max_pool=2,
-                                                           out_scale=os),
-           lambda x, xs, w, ws, os: requantized_reference(
-               ref_quantized_conv2d(x, xs, w, ws, None, np.int8(0), np.int8(0), (1, 1), (1, 1, 1, 1), None, 2), os,
-               np.int8(0)),
-           [_int8(2, 3, 7, 6), np.array(2.0 ** -6, np.float32), QC_W, _pow2_steps(5).astype(np.float32),
-            np.array(2.0 ** -5, np.float32)], grad=False, dtypes=("float32",), id="quantized_conv2d_requantized_pool"),
 ]

@@ -218,19 +218,9 @@ def _value(acc, corr, scale):
 
 
 @numba.njit(inline="always")
-def _stored(v, qs, qz):
-    """What the output holds for the float32 result ``v``: ``v`` (``qs`` 0), or its int8 level as
-    ``quantize_linear`` computes it, ``clip(rint(v / qs) + qz, -128, 127)``."""
-    if qs == 0:
-        return v
-    return min(max(np.rint(v / qs) + qz, -128.0), 127.0)
-
-
-@numba.njit(inline="always")
-def _epilogue(row, corr, scale, b, relu, pool, width, qs, qz, dst):
+def _epilogue(row, corr, scale, b, relu, pool, width, dst):
     """dst[oh, ow] = act(value(row[oh * width + ow]) + b), or the max of each pool x pool window
-    of that (as ``_fused._finish``, from the int32 sums: one pass, no float buffer), requantized
-    (``_stored``) where ``qs`` is a step."""
+    of that (as ``_fused._finish``, from the int32 sums: one pass, no float buffer)."""
     zero = np.float32(0)
     out_h, out_w = dst.shape
     if pool <= 1:
@@ -238,7 +228,7 @@ def _epilogue(row, corr, scale, b, relu, pool, width, qs, qz, dst):
             src, target = row[oh * width:oh * width + out_w], dst[oh]
             for ow in range(out_w):
                 v = _value(src[ow], corr, scale) + b
-                target[ow] = _stored((zero if v < zero else v) if relu else v, qs, qz)  # NaN stays NaN
+                target[ow] = (zero if v < zero else v) if relu else v  # NaN stays NaN
     elif pool == 2:
         for oh in range(out_h):
             r0 = row[2 * oh * width:2 * oh * width + 2 * out_w]
@@ -248,7 +238,7 @@ def _epilogue(row, corr, scale, b, relu, pool, width, qs, qz, dst):
                 top = _nan_max(_value(r0[2 * ow], corr, scale), _value(r0[2 * ow + 1], corr, scale))
                 bottom = _nan_max(_value(r1[2 * ow], corr, scale), _value(r1[2 * ow + 1], corr, scale))
                 v = _nan_max(top, bottom) + b
-                target[ow] = _stored((zero if v < zero else v) if relu else v, qs, qz)
+                target[ow] = (zero if v < zero else v) if relu else v
     else:
         for oh in range(out_h):
             for ow in range(out_w):
@@ -257,7 +247,7 @@ def _epilogue(row, corr, scale, b, relu, pool, width, qs, qz, dst):
                     for j in range(pool):
                         best = _nan_max(_value(row[(oh * pool + i) * width + ow * pool + j], corr, scale), best)
                 v = best + b
-                dst[oh, ow] = _stored((zero if v < zero else v) if relu else v, qs, qz)
+                dst[oh, ow] = (zero if v < zero else v) if relu else v
 
 
 # -- quantized_conv2d -----------------------------------------------------------------------------------
@@ -295,7 +285,7 @@ def _conv_weights(weight, zx, zw, x_scale, weight_scale, w8):
 
 @numba.njit(cache=True, nogil=True)
 def _conv_chunks(x, w4, rows, corr, zws, need_u, scale, bias, zu, kh, kw, sh, sw, dh, dw, top, left, oh, pw, relu,
-                 pool, qs, qz, xp, packed, packed8, stride, acc, sums, out):
+                 pool, xp, packed, packed8, stride, acc, sums, out):
     """out[n, o] = epilogue(channel o's int32 sums over x[n]'s patches), a chunk of
     ``xp.shape[0]`` samples at a time: x uint8 [N, C, H, W] (the int8 bits), ``w4`` [rows,
     groups] words; the chunk padded into ``xp`` [samples, C + 1, Hp + 1, Wp] (a row of slack
@@ -352,22 +342,22 @@ def _conv_chunks(x, w4, rows, corr, zws, need_u, scale, bias, zu, kh, kw, sh, sw
         for s in range(count):
             for o in range(o_size):
                 b = bias[o] if bias.size else np.float32(0)
-                _epilogue(acc[o * lanes + s * ps:o * lanes + (s + 1) * ps], corr[o], scale[o], b, relu, pool, pw, qs,
-                          qz, out[n0 + s, o])
+                _epilogue(acc[o * lanes + s * ps:o * lanes + (s + 1) * ps], corr[o], scale[o], b, relu, pool, pw,
+                          out[n0 + s, o])
 
 
 @numba.njit(cache=True, nogil=True)
-def _conv(x, weight, zx, zw, x_scale, weight_scale, bias, kh, kw, sh, sw, dh, dw, top, left, oh, pw, relu, pool, qs, qz,
-          w8, xp, packed, packed8, stride, acc, sums, out):
+def _conv(x, weight, zx, zw, x_scale, weight_scale, bias, kh, kw, sh, sw, dh, dw, top, left, oh, pw, relu, pool, w8,
+          xp, packed, packed8, stride, acc, sums, out):
     """The weight prepared (``_conv_weights``), then ``_conv_chunks``: one call, one GIL release."""
     corr, zws, scale, need_u = _conv_weights(weight, zx, zw, x_scale, weight_scale, w8)
     _conv_chunks(x, w8.reshape(-1).view(np.int32), w8.shape[0], corr, zws, need_u, scale, bias, np.uint8(zx + 128), kh,
-                 kw, sh, sw, dh, dw, top, left, oh, pw, relu, pool, qs, qz, xp, packed, packed8, stride, acc, sums, out)
+                 kw, sh, sw, dh, dw, top, left, oh, pw, relu, pool, xp, packed, packed8, stride, acc, sums, out)
 
 
 @always_parallel
 def _conv_parts(x, weight, zx, zw, x_scale, weight_scale, bias, kh, kw, sh, sw, dh, dw, top, left, oh, pw, relu, pool,
-                qs, qz, w8, xp_shape, packed_size, stride, acc_size, parts, out):
+                w8, xp_shape, packed_size, stride, acc_size, parts, out):
     """``_conv`` over ``parts`` shares of the samples, one per numba thread, each with its own
     buffers (as ``_fused._direct_parts``)."""
     corr, zws, scale, need_u = _conv_weights(weight, zx, zw, x_scale, weight_scale, w8)
@@ -376,8 +366,7 @@ def _conv_parts(x, weight, zx, zw, x_scale, weight_scale, bias, kh, kw, sh, sw, 
         first, last = n * part // parts, n * (part + 1) // parts
         packed8 = np.empty(4 * packed_size, np.uint8)
         _conv_chunks(x[first:last], w4, rows, corr, zws, need_u, scale, bias, np.uint8(zx + 128), kh, kw, sh, sw, dh,
-                     dw, top, left, oh, pw, relu, pool, qs, qz, np.empty(xp_shape, np.uint8), packed8.view(np.uint32),
-                     packed8,
+                     dw, top, left, oh, pw, relu, pool, np.empty(xp_shape, np.uint8), packed8.view(np.uint32), packed8,
                      stride, np.empty(acc_size, np.int32), np.empty(acc_size // rows, np.int32), out[first:last])
 
 
@@ -422,19 +411,15 @@ def _plan(kind, key, make):
 _NO_BIAS = np.zeros(0, np.float32)
 
 
-def _qparams_fit(x_scale, x_zero_point, weight_scale, weight_zero_point, bias, channels: int, out_scale=None,
-                 out_zero_point=None) -> bool:
-    if out_scale is not None and not (out_scale.size == 1 and out_scale.dtype == np.float32 and out_zero_point is not None
-                                      and out_zero_point.size == 1 and out_zero_point.dtype == np.int8):
-        return False
+def _qparams_fit(x_scale, x_zero_point, weight_scale, weight_zero_point, bias, channels: int) -> bool:
     return (x_scale.size == 1 and x_zero_point.size == 1 and weight_scale.ndim <= 1
             and weight_scale.size in (1, channels) and weight_zero_point.shape == weight_scale.shape
             and x_scale.dtype == weight_scale.dtype == np.float32 and x_zero_point.dtype == np.int8
             and weight_zero_point.dtype == np.int8 and (bias is None or bias.size == channels))
 
 
-def _conv_fits(x, x_scale, x_zero_point, weight, weight_scale, weight_zero_point, bias, out_scale, out_zero_point,
-               stride, padding, dilation, groups, max_pool) -> bool:
+def _conv_fits(x, x_scale, x_zero_point, weight, weight_scale, weight_zero_point, bias, stride, padding, dilation,
+               groups, max_pool) -> bool:
     if not (VNNI and x.ndim == 4 and weight.ndim == 4 and groups == 1 and x.dtype == weight.dtype == np.int8):
         return False
     if x.shape[1] != weight.shape[1] or x.size == 0 or weight.size == 0 or weight[0].size > MAX_DEPTH:
@@ -443,35 +428,29 @@ def _conv_fits(x, x_scale, x_zero_point, weight, weight_scale, weight_zero_point
         return False
     if max_pool is not None and not (type(max_pool) is int and max_pool >= 1):
         return False
-    return _qparams_fit(x_scale, x_zero_point, weight_scale, weight_zero_point, bias, weight.shape[0], out_scale,
-                        out_zero_point)
+    return _qparams_fit(x_scale, x_zero_point, weight_scale, weight_zero_point, bias, weight.shape[0])
 
 
-def quantized_conv2d(x, x_scale, x_zero_point, weight, weight_scale, weight_zero_point, bias=None, out_scale=None,
-                     out_zero_point=None, stride=(1, 1), padding=(0, 0, 0, 0), dilation=(1, 1), groups=1, act=None,
-                     act_attrs=None, max_pool=None):
-    reference = (x, x_scale, x_zero_point, weight, weight_scale, weight_zero_point, bias, out_scale, out_zero_point,
-                 stride, padding, dilation, groups, act, act_attrs, max_pool)
-    if not _conv_fits(x, x_scale, x_zero_point, weight, weight_scale, weight_zero_point, bias, out_scale,
-                      out_zero_point, stride, padding, dilation, groups, max_pool):
-        return _ref._quantized_conv2d_kernel(*reference)
+def quantized_conv2d(x, x_scale, x_zero_point, weight, weight_scale, weight_zero_point, bias=None, stride=(1, 1),
+                     padding=(0, 0, 0, 0), dilation=(1, 1), groups=1, act=None, act_attrs=None, max_pool=None):
+    if not _conv_fits(x, x_scale, x_zero_point, weight, weight_scale, weight_zero_point, bias, stride, padding,
+                      dilation, groups, max_pool):
+        return _ref._quantized_conv2d_kernel(x, x_scale, x_zero_point, weight, weight_scale, weight_zero_point, bias,
+                                             stride, padding, dilation, groups, act, act_attrs, max_pool)
     key = (x.shape, weight.shape, *stride, *padding, *dilation)
     plan = _plan("conv", key, lambda: _ConvPlan(x.shape, weight.shape, stride, padding, dilation))
     if plan.oh < 1 or plan.ow < 1:  # the reference says what is wrong
-        return _ref._quantized_conv2d_kernel(*reference)
+        return _ref._quantized_conv2d_kernel(x, x_scale, x_zero_point, weight, weight_scale, weight_zero_point, bias,
+                                             stride, padding, dilation, groups, act, act_attrs, max_pool)
     n, (o, _, kh, kw) = x.shape[0], weight.shape
     fused = act in (None, "relu")
-    if out_scale is not None and not fused:  # another activation runs after the epilogue, then the requantization
-        return _ref.requantized(quantized_conv2d(*reference[:7], None, None, *reference[9:]), out_scale, out_zero_point)
     pool = (max_pool or 0) if fused else 0
-    qs, qz = (np.float32(0), 0) if out_scale is None else (out_scale.reshape(-1)[0], int(out_zero_point.reshape(-1)[0]))
-    out = np.empty((n, o, plan.oh // pool, plan.ow // pool) if pool else (n, o, plan.oh, plan.ow),
-                   np.float32 if out_scale is None else np.int8)
+    out = np.empty((n, o, plan.oh // pool, plan.ow // pool) if pool else (n, o, plan.oh, plan.ow), np.float32)
     args = (np.ascontiguousarray(x).view(np.uint8), np.ascontiguousarray(weight).reshape(o, -1),
             int(x_zero_point.reshape(-1)[0]), weight_zero_point.reshape(-1), x_scale.reshape(-1)[0],
             weight_scale.reshape(-1), _NO_BIAS if bias is None else np.ascontiguousarray(bias, np.float32).reshape(-1),
             kh, kw, plan.sh, plan.sw, plan.dh, plan.dw, plan.top, plan.left, plan.oh, plan.pw, act == "relu", pool,
-            qs, qz, plan.w8)
+            plan.w8)
     parts = min(numba.get_num_threads(), n) if n * plan.work >= SPLIT_BELOW else 1
     if parts > 1:
         _conv_parts(*args, plan.xp.shape, plan.packed.size, plan.stride, plan.acc.size, parts, out)
@@ -509,7 +488,7 @@ def _linear_weights(w, zx, zw, x_scale, weight_scale, packed, stride):
 
 
 @numba.njit(cache=True, nogil=True)
-def _linear_rows(x, packed, stride, corr, zws, scale, bias, relu, qs, qz, a8, acc, out):
+def _linear_rows(x, packed, stride, corr, zws, scale, bias, relu, a8, acc, out):
     """out [M, N] = epilogue(x [M, K] @ the packed weight), ``a8.shape[0]`` rows of x (int8) at a
     time copied into ``a8`` [chunk (a multiple of 4), groups * 4] (zero beyond K), ``acc`` [chunk,
     lanes] their sums."""
@@ -536,25 +515,24 @@ def _linear_rows(x, packed, stride, corr, zws, scale, bias, relu, qs, qz, a8, ac
             row, target, sx = acc[i * lanes:i * lanes + n], out[m0 + i], row_sums[i]
             for j in range(n):  # acc - (128 + zw) * sum x - corr: the exact sum (see the module's docstring)
                 v = _value(row[j] - (128 + zws[j]) * sx, corr[j], scale[j]) + (bias[j] if bias.size else zero)
-                target[j] = _stored((zero if v < zero else v) if relu else v, qs, qz)  # NaN stays NaN
+                target[j] = (zero if v < zero else v) if relu else v  # NaN stays NaN
 
 
 @numba.njit(cache=True, nogil=True)
-def _linear(x, w, zx, zw, x_scale, weight_scale, bias, relu, qs, qz, packed, stride, a8, acc, out):
+def _linear(x, w, zx, zw, x_scale, weight_scale, bias, relu, packed, stride, a8, acc, out):
     """The weight packed (``_linear_weights``), then ``_linear_rows``: one call, one GIL release."""
     corr, zws, scale = _linear_weights(w, zx, zw, x_scale, weight_scale, packed, stride)
-    _linear_rows(x, packed, stride, corr, zws, scale, bias, relu, qs, qz, a8, acc, out)
+    _linear_rows(x, packed, stride, corr, zws, scale, bias, relu, a8, acc, out)
 
 
 @always_parallel
-def _linear_parts(x, w, zx, zw, x_scale, weight_scale, bias, relu, qs, qz, packed, stride, a8_shape, acc_size, parts,
-                  out):
+def _linear_parts(x, w, zx, zw, x_scale, weight_scale, bias, relu, packed, stride, a8_shape, acc_size, parts, out):
     """``_linear`` over ``parts`` shares of the rows, one per numba thread, with their own buffers."""
     corr, zws, scale = _linear_weights(w, zx, zw, x_scale, weight_scale, packed, stride)
     m = x.shape[0]
     for part in prange(parts):
         first, last = m * part // parts, m * (part + 1) // parts
-        _linear_rows(x[first:last], packed, stride, corr, zws, scale, bias, relu, qs, qz, np.empty(a8_shape, np.int8),
+        _linear_rows(x[first:last], packed, stride, corr, zws, scale, bias, relu, np.empty(a8_shape, np.int8),
                      np.empty(acc_size, np.int32), out[first:last])
 
 
@@ -572,34 +550,27 @@ class _LinearPlan:
         self.acc = np.empty(chunk * lanes, np.int32)
 
 
-def _linear_fits(x, x_scale, x_zero_point, weight, weight_scale, weight_zero_point, bias, out_scale,
-                 out_zero_point) -> bool:
+def _linear_fits(x, x_scale, x_zero_point, weight, weight_scale, weight_zero_point, bias) -> bool:
     if not (VNNI and x.ndim >= 1 and weight.ndim == 2 and x.dtype == weight.dtype == np.int8):
         return False
     if x.shape[-1] != weight.shape[0] or x.size == 0 or weight.size == 0 or weight.shape[0] > MAX_DEPTH:
         return False
-    return _qparams_fit(x_scale, x_zero_point, weight_scale, weight_zero_point, bias, weight.shape[1], out_scale,
-                        out_zero_point)
+    return _qparams_fit(x_scale, x_zero_point, weight_scale, weight_zero_point, bias, weight.shape[1])
 
 
-def quantized_linear(x, x_scale, x_zero_point, weight, weight_scale, weight_zero_point, bias=None, out_scale=None,
-                     out_zero_point=None, act=None, act_attrs=None):
-    reference = (x, x_scale, x_zero_point, weight, weight_scale, weight_zero_point, bias, out_scale, out_zero_point, act,
-                 act_attrs)
-    if not _linear_fits(x, x_scale, x_zero_point, weight, weight_scale, weight_zero_point, bias, out_scale,
-                        out_zero_point):
-        return _ref._quantized_linear_kernel(*reference)
-    if out_scale is not None and act not in (None, "relu"):  # another activation runs after the epilogue
-        return _ref.requantized(quantized_linear(*reference[:7], None, None, act, act_attrs), out_scale, out_zero_point)
+def quantized_linear(x, x_scale, x_zero_point, weight, weight_scale, weight_zero_point, bias=None, act=None,
+                     act_attrs=None):
+    if not _linear_fits(x, x_scale, x_zero_point, weight, weight_scale, weight_zero_point, bias):
+        return _ref._quantized_linear_kernel(x, x_scale, x_zero_point, weight, weight_scale, weight_zero_point, bias,
+                                             act, act_attrs)
     k, n = weight.shape
     x2 = np.ascontiguousarray(x).reshape(-1, k)
     m = x2.shape[0]
     plan = _plan("linear", (m, k, n), lambda: _LinearPlan(m, k, n))
-    qs, qz = (np.float32(0), 0) if out_scale is None else (out_scale.reshape(-1)[0], int(out_zero_point.reshape(-1)[0]))
-    out = np.empty((m, n), np.float32 if out_scale is None else np.int8)
+    out = np.empty((m, n), np.float32)
     args = (x2, np.ascontiguousarray(weight).view(np.uint8), int(x_zero_point.reshape(-1)[0]),
             weight_zero_point.reshape(-1), x_scale.reshape(-1)[0], weight_scale.reshape(-1),
-            _NO_BIAS if bias is None else np.ascontiguousarray(bias, np.float32).reshape(-1), act == "relu", qs, qz,
+            _NO_BIAS if bias is None else np.ascontiguousarray(bias, np.float32).reshape(-1), act == "relu",
             plan.packed, plan.stride)
     parts = min(numba.get_num_threads(), m // LINEAR_SHARE_ROWS) if m * k * n >= SPLIT_BELOW else 1
     if parts > 1:

@@ -93,4 +93,3 @@ def oar_register_config_groups(config_groups):
 def oar_register_passes(passes):
     # Lazy: the pass (and the static graph it needs) loads when a program is optimized.
     passes.register("quantized_ops", Lazy("oar.slim.passes:quantized_ops"))
-    passes.register("requantize_outputs", Lazy("oar.slim.passes:requantize_outputs"))

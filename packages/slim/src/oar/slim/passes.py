@@ -17,13 +17,6 @@ output; nn's ``fuse`` phase then gives them the bias add, the activation and a f
 pooling, as it does float convolutions. The results equal the QDQ program's within float32
 rounding (the same products, summed exactly instead of in float).
 
-``requantize_outputs`` (phase ``fuse_elementwise``, after nn's ``fuse`` phase gave the int8
-layers their epilogues) then folds a ``quantize_linear`` (per tensor) that is the sole reader of
-an int8 layer's float result -- directly or through a ``flatten`` / ``reshape`` -- into that
-layer (its ``out_scale`` / ``out_zero_point`` operands): the layer writes the next one's int8
-input itself, the same integers ``quantize_linear`` would have made of the same float32 values,
-and no float32 tensor is written and read in between.
-
 The integer kernels are oar-numba's. Without them the ops would run numpy's float BLAS on the
 integers (exact, and slower than the QDQ program, whose float kernels are compiled), so the
 registered pass rewrites only where a compiled kernel of both ops is registered;
@@ -179,62 +172,6 @@ def rewrite_quantized(program: Program) -> Program:
     return dead_code_elimination(replace_nodes(program, replacements, removed)) if replacements else program
 
 
-RESHAPES = ("flatten", "reshape")  # a per-tensor quantization commutes with them
-UNREQUANTIZED_OPERANDS = (6, 7)  # (x, x_scale, x_zero_point, weight, weight_scale, weight_zero_point[, bias])
-
-
-def _requantizable(program: Program, producers: dict, users: dict, kept: set, quantize: OpNode):
-    """``(layer, reshape)`` when ``quantize`` (per tensor, 8 bits, a static scale and zero point)
-    is the sole reader of an int8 layer's float32 result, or of a flatten / reshape (``reshape``,
-    else None) that is the sole reader of it; else None."""
-    if quantize.attrs.get("bit_length") != 8 or len(quantize.inputs) != 3:
-        return None
-    x, scale, zero_point = quantize.inputs
-    if program.values[scale].shape != () or program.values[scale].dtype.name != "float32":
-        return None
-    if not (program.is_static(scale) and program.is_static(zero_point)):
-        return None
-    reshape, node = None, producers.get(x)
-    if node is not None and node.op in RESHAPES and sole_reader(users, kept, x, ("quantize_linear",)) is quantize:
-        reshape, x = node, node.inputs[0]
-        node = producers.get(x)
-    if node is None or node.op not in INT8_OPS or len(node.inputs) not in UNREQUANTIZED_OPERANDS:
-        return None
-    reader = reshape or quantize
-    if sole_reader(users, kept, x, (reader.op,)) is not reader:
-        return None
-    return node, reshape
-
-
-def requantize(program: Program) -> Program:
-    """Each int8 layer whose float32 result only ``quantize_linear`` reads (directly or through a
-    flatten / reshape) writes the int8 values itself (``out_scale``, ``out_zero_point``)."""
-    producers, users = program.producers(), program.users()
-    kept = set(program.output_ids())
-    replacements: dict[int, list[OpNode]] = {}
-    removed: set[int] = set()
-    for quantize in program.nodes:
-        if quantize.op != "quantize_linear":
-            continue
-        found = _requantizable(program, producers, users, kept, quantize)
-        if found is None:
-            continue
-        layer, reshape = found
-        inputs = list(layer.inputs)
-        if len(inputs) == 6:  # no bias: zeros hold its place before out_scale
-            channels = program.values[inputs[3]].shape[0 if layer.op == "quantized_conv2d" else 1]
-            inputs.append(program.add_constant(np.zeros(channels, np.float32), name="zero_bias").id)
-        inputs += quantize.inputs[1:]
-        new = [emit(program, layer.op, inputs, layer.attrs, out=None if reshape else list(quantize.outputs))]
-        if reshape is not None:
-            new.append(emit(program, reshape.op, new[0].outputs, reshape.attrs, out=list(quantize.outputs)))
-        for n in new:
-            n.no_grad = layer.no_grad
-        replacements[id(quantize)] = new
-        removed.update(id(n) for n in (layer, reshape, quantize) if n is not None)
-    return replace_nodes(program, replacements, removed) if replacements else program
-
-
 def compiled_int8_kernels(backend: str = "cpu") -> bool:
     """Whether a plugin registered compiled kernels of both int8 layer ops on ``backend``."""
     kernels = registries().kernels
@@ -249,10 +186,4 @@ def quantized_ops(program: Program) -> Program:
     return rewrite_quantized(program) if compiled_int8_kernels() else program
 
 
-@graph_pass(phase="fuse_elementwise", level=2, inference_only=True)
-def requantize_outputs(program: Program) -> Program:
-    """``requantize`` where compiled int8 kernels are registered (as ``quantized_ops``)."""
-    return requantize(program) if compiled_int8_kernels() else program
-
-
-__all__ = ["quantized_ops", "requantize_outputs", "requantize", "rewrite_quantized", "compiled_int8_kernels"]
+__all__ = ["quantized_ops", "rewrite_quantized", "compiled_int8_kernels"]

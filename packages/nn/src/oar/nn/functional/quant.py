@@ -21,10 +21,7 @@ Two families, one convention: an int8 value ``q`` stands for ``(q - zero_point) 
   oar-slim's ``quantized_ops`` pass makes of ``dequantize_linear -> linear / conv`` chains: int8
   activations (per tensor) times int8 weights (per tensor or per output channel), accumulated
   exactly in int32, then ``acc * (x_scale * weight_scale) + bias`` in float32 and an optional
-  activation (and, for conv, ``max_pool``), as ``fused_conv2d`` ends. Given ``out_scale`` (and
-  ``out_zero_point``), that float32 result is quantized per tensor as ``quantize_linear`` would
-  quantize it, and the op returns int8: the next quantized layer's input, with no float
-  tensor in between (oar-slim's ``requantize_outputs`` pass makes these).
+  activation (and, for conv, ``max_pool``), as ``fused_conv2d`` ends.
 
 Rounding is half to even (``np.rint``), as ONNX specifies, everywhere.
 """
@@ -378,46 +375,28 @@ def _check_quantized(fn: str, x, x_scale, x_zero_point, weight, weight_scale, we
     check_act(fn, act, act_attrs if act_attrs is not None else {})
 
 
-def _output_meta(fn: str, shape, out_scale, out_zero_point) -> TensorMeta:
-    """The float32 result, or int8 where it is requantized with ``out_scale`` (per tensor)."""
-    if out_scale is None:
-        return TensorMeta(shape, oar.float32)
-    if out_zero_point is None:
-        raise ArgumentError(f"{fn}: out_scale needs its out_zero_point")
-    if out_scale.dtype is not oar.float32 or len(out_scale.shape) != 0:
-        raise ShapeError(f"{fn}: the result is requantized per tensor: out_scale must be a float32 scalar, got "
-                         f"{out_scale.dtype.name}{fmt_shape(out_scale.shape)}")
-    _check_qparams(fn, TensorMeta(shape, oar.float32), out_scale, out_zero_point, None, 8)
-    return TensorMeta(shape, oar.int8)
-
-
-def requantized(y: np.ndarray, out_scale, out_zero_point) -> np.ndarray:
-    """``y`` as is, or quantized to int8 exactly as ``quantize_linear`` (per tensor) quantizes it."""
-    return y if out_scale is None else _quantize_linear_kernel(y, out_scale, out_zero_point, None, 8)
-
-
-def _quantized_linear_meta(x, x_scale, x_zero_point, weight, weight_scale, weight_zero_point, bias=None,
-                           out_scale=None, out_zero_point=None, act=None, act_attrs=None):
+def _quantized_linear_meta(x, x_scale, x_zero_point, weight, weight_scale, weight_zero_point, bias=None, act=None,
+                           act_attrs=None):
     if len(weight.shape) != 2 or not x.shape or x.shape[-1] not in (None, weight.shape[0]):
         raise ShapeError(f"quantized_linear: x {fmt_shape(x.shape)} must end in the in_features of the weight "
                          f"[in_features, out_features] {fmt_shape(weight.shape)}")
     _check_quantized("quantized_linear", x, x_scale, x_zero_point, weight, weight_scale, weight_zero_point, bias,
                      weight.shape[1], act, act_attrs)
-    return _output_meta("quantized_linear", (*x.shape[:-1], weight.shape[1]), out_scale, out_zero_point)
+    return TensorMeta((*x.shape[:-1], weight.shape[1]), oar.float32)
 
 
-def _quantized_linear_kernel(x, x_scale, x_zero_point, weight, weight_scale, weight_zero_point, bias=None,
-                             out_scale=None, out_zero_point=None, act=None, act_attrs=None):
+def _quantized_linear_kernel(x, x_scale, x_zero_point, weight, weight_scale, weight_zero_point, bias=None, act=None,
+                             act_attrs=None):
     k, n = weight.shape
     acc = integer_matmul(_centered(x, x_zero_point, None).reshape(-1, k),
                          _centered(weight, weight_zero_point, 1 if weight_zero_point.ndim else None))
     y = dequantize_accumulator(acc, x_scale, weight_scale, bias, 1)
-    return requantized(apply_activation(y, act, act_attrs or {}).reshape(*x.shape[:-1], n), out_scale, out_zero_point)
+    return apply_activation(y, act, act_attrs or {}).reshape(*x.shape[:-1], n)
 
 
 def _quantized_conv2d_meta(x, x_scale, x_zero_point, weight, weight_scale, weight_zero_point, bias=None,
-                           out_scale=None, out_zero_point=None, stride=(1, 1), padding=(0, 0, 0, 0), dilation=(1, 1),
-                           groups=1, act=None, act_attrs=None, max_pool=None):
+                           stride=(1, 1), padding=(0, 0, 0, 0), dilation=(1, 1), groups=1, act=None, act_attrs=None,
+                           max_pool=None):
     if len(x.shape) != 4 or len(weight.shape) != 4:
         raise ShapeError(f"quantized_conv2d: x [N, C, H, W] and weight [O, C / groups, kh, kw] must be 4-d, got "
                          f"{fmt_shape(x.shape)} and {fmt_shape(weight.shape)}")
@@ -425,13 +404,12 @@ def _quantized_conv2d_meta(x, x_scale, x_zero_point, weight, weight_scale, weigh
                      weight.shape[0], act, act_attrs)
     out = _conv.conv_op.meta(TensorMeta(x.shape, oar.float32), TensorMeta(weight.shape, oar.float32), stride=stride,
                              padding=padding, dilation=dilation, groups=groups)
-    pooled = pooled_meta("quantized_conv2d", out, max_pool)
-    return _output_meta("quantized_conv2d", pooled.shape, out_scale, out_zero_point)
+    return pooled_meta("quantized_conv2d", out, max_pool)
 
 
 def _quantized_conv2d_kernel(x, x_scale, x_zero_point, weight, weight_scale, weight_zero_point, bias=None,
-                             out_scale=None, out_zero_point=None, stride=(1, 1), padding=(0, 0, 0, 0), dilation=(1, 1),
-                             groups=1, act=None, act_attrs=None, max_pool=None):
+                             stride=(1, 1), padding=(0, 0, 0, 0), dilation=(1, 1), groups=1, act=None, act_attrs=None,
+                             max_pool=None):
     # (x - zero point) is 0 where the convolution pads: padding stands for the real value 0.
     xi = _centered(x, x_zero_point, None)
     wi = _centered(weight, weight_zero_point, 0 if weight_zero_point.ndim else None)
@@ -440,7 +418,7 @@ def _quantized_conv2d_kernel(x, x_scale, x_zero_point, weight, weight_scale, wei
     acc = integer_matmul(cols, wi.reshape(groups, o // groups, -1).transpose(0, 2, 1))  # [groups, N * P, O / groups]
     acc = acc.reshape(groups, n, *out, o // groups).transpose(1, 0, 4, 2, 3).reshape(n, o, *out)
     y = dequantize_accumulator(acc, x_scale, weight_scale, bias, 1)
-    return requantized(pool_output(apply_activation(y, act, act_attrs or {}), max_pool), out_scale, out_zero_point)
+    return pool_output(apply_activation(y, act, act_attrs or {}), max_pool)
 
 
 quantized_linear_op = Op("quantized_linear", paddle=(), reference=_quantized_linear_kernel,
@@ -449,31 +427,23 @@ quantized_conv2d_op = Op("quantized_conv2d", paddle=(), reference=_quantized_con
                          meta=_quantized_conv2d_meta, traits=NONDIFF, dtypes=INT8, per_sample=True)
 
 
-def _quantized_inputs(x, x_scale, x_zero_point, weight, weight_scale, weight_zero_point, bias, channel_axis: int,
-                      out_scale=None, out_zero_point=None) -> tuple:
+def _quantized_inputs(x, x_scale, x_zero_point, weight, weight_scale, weight_zero_point, bias) -> tuple:
     def zeros_for(scale):
         return oar.zeros(as_tensor(scale).shape, "int8")
 
     inputs = (as_tensor(x), as_tensor(x_scale),
               zeros_for(x_scale) if x_zero_point is None else as_tensor(x_zero_point), as_tensor(weight),
               as_tensor(weight_scale), zeros_for(weight_scale) if weight_zero_point is None else as_tensor(weight_zero_point))
-    if out_scale is None:
-        return inputs if bias is None else (*inputs, as_tensor(bias))
-    if bias is None:  # the bias is the operand before out_scale: zeros stand for none
-        bias = oar.zeros([as_tensor(weight).shape[channel_axis]], "float32")
-    return (*inputs, as_tensor(bias), as_tensor(out_scale),
-            zeros_for(out_scale) if out_zero_point is None else as_tensor(out_zero_point))
+    return inputs if bias is None else (*inputs, as_tensor(bias))
 
 
 def quantized_linear(x, x_scale, weight, weight_scale, bias=None, x_zero_point=None, weight_zero_point=None,
-                     act: str | None = None, act_attrs: dict | None = None, out_scale=None,
-                     out_zero_point=None) -> Tensor:
+                     act: str | None = None, act_attrs: dict | None = None) -> Tensor:
     """``act((x - zx) @ (weight - zw) * (x_scale * weight_scale) + bias)``: an int8 linear layer.
 
     ``x`` int8 ``[..., in]`` quantized per tensor with the step ``x_scale``; ``weight`` int8
     ``[in, out]`` (Paddle's linear layout) with a step per tensor or per output channel; the
-    product accumulates exactly in int32; the result is float32, or with ``out_scale`` (a
-    scalar step, ``out_zero_point`` default 0) that result as ``quantize_linear`` makes it int8.
+    product accumulates exactly in int32; the result is float32.
 
     >>> import oar
     >>> from oar.nn.quant import quantized_linear
@@ -483,19 +453,17 @@ def quantized_linear(x, x_scale, weight, weight_scale, bias=None, x_zero_point=N
     [[1.0, -1.0]]
     """
     return _checked(quantized_linear_op, _quantized_inputs(x, x_scale, x_zero_point, weight, weight_scale,
-                                                           weight_zero_point, bias, 1, out_scale, out_zero_point),
+                                                           weight_zero_point, bias),
                     {"act": act, "act_attrs": dict(act_attrs or {})})
 
 
 def quantized_conv2d(x, x_scale, weight, weight_scale, bias=None, stride=(1, 1), padding=(0, 0, 0, 0),
                      dilation=(1, 1), groups: int = 1, x_zero_point=None, weight_zero_point=None,
-                     act: str | None = None, act_attrs: dict | None = None, max_pool: int | None = None,
-                     out_scale=None, out_zero_point=None) -> Tensor:
+                     act: str | None = None, act_attrs: dict | None = None, max_pool: int | None = None) -> Tensor:
     """An int8 2-d convolution: int8 ``x`` [N, C, H, W] (a step per tensor) by int8 ``weight``
     [O, C / groups, kh, kw] (a step per tensor or per output channel), exact int32 sums, then
     ``acc * (x_scale * weight_scale) + bias`` in float32, ``act``, and ``max_pool`` as in
-    ``fused_conv2d``; ``padding`` is ``[top, bottom, left, right]``. With ``out_scale`` the
-    result is requantized to int8, as in ``quantized_linear``.
+    ``fused_conv2d``; ``padding`` is ``[top, bottom, left, right]``.
 
     >>> import oar
     >>> from oar.nn.quant import quantized_conv2d
@@ -509,7 +477,7 @@ def quantized_conv2d(x, x_scale, weight, weight_scale, bias=None, stride=(1, 1),
     if max_pool is not None:
         attrs["max_pool"] = max_pool
     return _checked(quantized_conv2d_op, _quantized_inputs(x, x_scale, x_zero_point, weight, weight_scale,
-                                                           weight_zero_point, bias, 0, out_scale, out_zero_point), attrs)
+                                                           weight_zero_point, bias), attrs)
 
 
 def _algo(fn: str, algo: str, group_size: int) -> None:
