@@ -12,8 +12,8 @@ import sys
 
 import pytest
 
-MODULES = ["oar.amp", "oar.amp._auto_cast", "oar.amp._decorate", "oar.amp._grad_scaler", "oar.amp._support",
-           "oar.amp.amp_lists", "oar.amp.debugging"]
+MODULES = ["oar.amp", "oar.amp._auto_cast", "oar.amp._decorate", "oar.amp._grad_scaler", "oar.amp._plugin",
+           "oar.amp._support", "oar.amp.amp_lists", "oar.amp.debugging"]
 
 
 @pytest.mark.parametrize("name", MODULES)

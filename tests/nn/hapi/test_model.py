@@ -4,6 +4,7 @@ checkpoints, and the errors that say what is missing."""
 from __future__ import annotations
 
 import os
+import sys
 import warnings
 
 import numpy as np
@@ -42,19 +43,41 @@ def test_prepare_checks_its_arguments():
         model.prepare(metrics=["acc"])
 
 
-@pytest.mark.parametrize("amp", ["O1", "O2", {"level": "O1"}, {"level": "O2", "init_loss_scaling": 1024}])
-def test_amp_configs_say_that_oar_amp_provides_amp(amp):
-    model = oar.Model(SmallCNN())
-    with pytest.raises(NotImplementedError, match="oar-amp") as info:
-        model.prepare(amp_configs=amp)
+@pytest.mark.parametrize("amp", ["O1", "O2", {"level": "O1"}, {"level": "O2", "init_loss_scaling": 1024},
+                                 {"dtype": "bfloat16"}])
+def test_amp_configs_name_the_oar_amp_package_when_it_is_absent(amp, monkeypatch):
+    # oar.amp is imported only when AMP is asked for; None in sys.modules makes it absent, with or without oar-amp.
+    monkeypatch.setitem(sys.modules, "oar.amp", None)
+    net = SmallCNN()
+    model = oar.Model(net)
+    with pytest.raises(NotImplementedError, match=r"oar-amp package.*pip install \./plugins/oar-amp") as info:
+        model.prepare(oar.optimizer.SGD(parameters=net.parameters()), nn.CrossEntropyLoss(), amp_configs=amp)
     assert isinstance(info.value, oar.errors.OarError)
+    assert model._optimizer is None and net.fc.weight.dtype == oar.float32  # nothing changed
 
 
-@pytest.mark.parametrize("amp", [None, "O0", {"level": "O0"}])
-def test_float32_amp_configs_are_accepted(amp):
+@pytest.mark.parametrize("amp", [None, "O0", {"level": "O0"}, {}, {"level": "O0", "dtype": "bfloat16"}])
+def test_float32_amp_configs_are_accepted(amp, monkeypatch):
+    monkeypatch.setitem(sys.modules, "oar.amp", None)  # float32 training needs no oar-amp
     model = oar.Model(SmallCNN())
     model.prepare(amp_configs=amp)
     assert model._optimizer is None and model._metrics == []
+
+
+@pytest.mark.parametrize(("amp", "message"), [
+    ("O3", r"level of amp_configs should be 'O0', 'O1' or 'O2', got 'O3'"),
+    ({"level": "OD"}, r"should be 'O0', 'O1' or 'O2', got 'OD'"),
+    (["O1"], r"amp_configs must be None, a level .* or a dict, got list"),
+    ({"level": "O1", "dtype": "float32"}, r"amp_configs\['dtype'\] should be 'float16' or 'bfloat16', got 'float32'"),
+    ({"level": "O1", "use_fp16_guard": False}, r"amp_configs\['use_fp16_guard'\] is supported in Paddle's static"),
+    ({"level": "O2", "use_pure_fp16": True}, r"'use_pure_fp16'\] is an invalid parameter"),
+    ({"custom_black_varnames": ["x"]}, r"static-graph programs.*custom_black_list"),
+    ({"level": "O1", "init_loss_scale": 1024}, r"keys \['init_loss_scale'\] that no mixed precision API accepts"),
+])
+def test_bad_amp_configs_are_named_before_oar_amp_is_needed(amp, message, monkeypatch):
+    monkeypatch.setitem(sys.modules, "oar.amp", None)  # checked as Paddle checks them, with or without oar-amp
+    with pytest.raises(ArgumentError, match=message):
+        oar.Model(SmallCNN()).prepare(amp_configs=amp)
 
 
 def test_fit_and_train_batch_need_prepare(blobs):

@@ -46,10 +46,10 @@ def check_overrides(overrides: list[str]) -> None:
     >>> from oar_hydra.app import check_overrides
     >>> from oar_hydra.schema import register_configs
     >>> _ = register_configs()
-    >>> check_overrides(["amp=fp16"])  # doctest: +ELLIPSIS
+    >>> check_overrides(["strategy=ddp"])  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    oar_hydra.app.MissingPackageError: amp=fp16: the config group 'amp' comes with oar-amp, which is not installed...
+    oar_hydra.app.MissingPackageError: strategy=ddp: the config group 'strategy' comes with oar-distributed, which is not installed...
     """
     for override in overrides:
         match = _GROUP_OVERRIDE.match(override)

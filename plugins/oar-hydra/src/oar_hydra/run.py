@@ -9,7 +9,7 @@ The run directory (Hydra's output directory) holds::
     checkpoints/                        the last checkpoint, what trainer.resume=<run dir> continues from
     inference/<model>.json, .pdiparams  the exported model (export=jit: oar.jit.save); with slim, the compressed one
     inference/<model>_float32.*         with slim: the float model too, for the comparison table
-    metrics.json                        the final metrics, the per-epoch history and the settings
+    metrics.json                        the final metrics, the per-epoch history and the settings (amp too)
     tensorboard/events.out.tfevents.*   TensorBoard logs (tensorboard --logdir <run dir>)
     curves.png                          loss and accuracy per epoch, train and test
 """
@@ -23,6 +23,7 @@ import json
 import logging
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -32,7 +33,9 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
 import oar
+from oar.hapi.model import parse_amp_configs
 from oar.io import DataLoader, DistributedBatchSampler
+from oar.testing import TOLERANCES
 from oar_hydra.callbacks import CHECKPOINTS, LATEST, ContinuedRun, History, RunCheckpoint, write_atomic
 from oar_hydra.data import DataSplits
 from oar_hydra.schema import ConfigValueError, validate
@@ -135,13 +138,34 @@ def _build_optimizer(cfg: DictConfig, parameters, epochs: int, steps_per_epoch: 
     return instantiate(options, learning_rate=learning_rate, parameters=parameters)
 
 
-def _export(cfg: DictConfig, network, run_dir: Path, name: str, data: DataSplits) -> dict:
+def _amp_record(cfg: DictConfig, choices: dict) -> tuple:
+    """The chosen ``amp`` option as ``Model.prepare``'s ``amp_configs``, and as metrics.json records
+    it: the option's name, level, dtype and the auto_cast lists and GradScaler arguments it sets.
+    (None, None) without one."""
+    if not _chosen(cfg.amp):
+        return None, None
+    amp_configs = instantiate(cfg.amp)
+    with warnings.catch_warnings():  # what the settings warn about, prepare warns about
+        warnings.simplefilter("ignore")
+        settings = parse_amp_configs(amp_configs)  # checked as prepare checks them
+    record = {"option": choices.get("amp") or cfg.amp._target_, "level": "O0", "dtype": "float32"}
+    if settings is not None:
+        lists = {key: sorted(names) for key, names in settings.lists.items()}
+        record.update(level=settings.level, dtype=settings.dtype, **lists, **settings.scaler)
+    return amp_configs, record
+
+
+def _export(cfg: DictConfig, network, run_dir: Path, name: str, data: DataSplits,
+            auto_cast=contextlib.nullcontext) -> dict:
     """Export with the chosen ``export`` option and, for oar.jit, check that the exported model
-    gives the trained model's outputs (an export that silently changes results is a bug)."""
+    gives the trained model's outputs (an export that silently changes results is a bug).
+    ``auto_cast`` is the block training ran the network in (``Model.auto_cast``): the export is
+    captured in it, so that it computes as the evaluation did."""
     if not _chosen(cfg.export):
         return {}
     prefix = run_dir / "inference" / name
-    _save_inference(instantiate(cfg.export), network, prefix, data)
+    with auto_cast():
+        _save_inference(instantiate(cfg.export), network, prefix, data)
     was_training = network.training
     result = {"export": str(prefix.relative_to(run_dir))}
     onnx_file = Path(f"{prefix}.onnx")
@@ -150,7 +174,8 @@ def _export(cfg: DictConfig, network, run_dir: Path, name: str, data: DataSplits
         batch = np.stack([np.asarray(data.eval[i][0]) for i in range(count)]).astype(np.float32)
         with oar.no_grad():
             network.eval()
-            expected = network(oar.to_tensor(batch)).numpy()
+            with auto_cast():
+                expected = network(oar.to_tensor(batch)).numpy().astype(np.float32)
             if onnx_file.is_file():
                 result["export"] = str(onnx_file.relative_to(run_dir))
                 served = _run_onnx(onnx_file, batch)
@@ -158,7 +183,12 @@ def _export(cfg: DictConfig, network, run_dir: Path, name: str, data: DataSplits
                 served = oar.jit.load(str(prefix))(oar.to_tensor(batch)).numpy()
             if was_training:
                 network.train()
-        if not np.allclose(served, expected, rtol=1e-4, atol=1e-5):
+        rtol, atol = 1e-4, 1e-5
+        if served.dtype != np.float32:  # amp: low-precision outputs, within that dtype's tolerance of the largest,
+            rtol = TOLERANCES[np.dtype(served.dtype).name][0]  # as the executor's fused ops round in other places
+            atol = rtol * float(np.abs(expected).max())
+            served = served.astype(np.float32)
+        if not np.allclose(served, expected, rtol=rtol, atol=atol):
             raise RuntimeError(f"the exported model {prefix} does not reproduce the trained model's outputs "
                                f"(max difference {np.abs(served - expected).max():.3g})")
         result["export_checked"] = True
@@ -316,8 +346,14 @@ def run(cfg: DictConfig, run_dir: Path) -> dict:
                              return_list=True)
     model = oar.Model(network)
     optimizer = _build_optimizer(cfg, model.parameters(), trainer.epochs, len(train_loader))
-    amp_configs = instantiate(cfg.amp) if _chosen(cfg.amp) else None
+    amp_configs, amp_record = _amp_record(cfg, choices)
     model.prepare(optimizer, oar.nn.CrossEntropyLoss(), oar.metric.Accuracy(), amp_configs=amp_configs)
+    if amp_record is not None and amp_record["level"] == "O0":
+        log.info("amp=%s: level O0, training in float32", amp_record["option"])
+    elif amp_record is not None:
+        details = [f"{k}={v}" for k, v in amp_record.items() if k not in ("option", "level", "dtype") and v != []]
+        log.info("amp=%s: mixed precision at %s in %s%s", amp_record["option"], amp_record["level"],
+                 amp_record["dtype"], f" ({', '.join(details)})" if details else "")
 
     history = History()
     saver = RunCheckpoint(run_dir, trainer.save_freq, trainer.epochs, sampler, history)
@@ -358,7 +394,8 @@ def run(cfg: DictConfig, run_dir: Path) -> dict:
         compressed.prepare(loss=oar.nn.CrossEntropyLoss(), metrics=oar.metric.Accuracy())
         slim_result = compressed.evaluate(eval_loader, verbose=0)
         metrics.update(slim_test_accuracy=float(slim_result["acc"]), slim_test_loss=float(slim_result["loss"][0]))
-    exported = _export(cfg, network, run_dir, name, data)
+    # With slim the network is the compressed one, which oar-run evaluated outside any amp block.
+    exported = _export(cfg, network, run_dir, name, data, contextlib.nullcontext if _chosen(cfg.slim) else model.auto_cast)
     if _chosen(cfg.slim):
         prefix = run_dir / exported.get("export", "")
         if not exported or not Path(f"{prefix}.json").is_file():  # export=onnx or none: measure an oar.jit file
@@ -368,7 +405,7 @@ def run(cfg: DictConfig, run_dir: Path) -> dict:
     seconds = time.perf_counter() - start
     record = {
         **metrics, "seconds": round(seconds, 1), **exported,
-        "model": cfg.model._target_, "data": cfg.data._target_, "optimizer": cfg.optimizer._target_,
+        "model": cfg.model._target_, "data": cfg.data._target_, "optimizer": cfg.optimizer._target_, "amp": amp_record,
         "choices": {k: v for k, v in choices.items() if not k.startswith("hydra")},
         "overrides": list(HydraConfig.get().overrides.task) if HydraConfig.initialized() else [],
         "resumed_from": str(resume_from) if resume_from else None,

@@ -16,12 +16,28 @@ Where oar differs from Paddle, on purpose:
 - ``load`` moves optimizer state onto parameters by their place in the network, so a checkpoint
   loads into a fresh instance of the network (its parameters have new names) with its optimizer
   state; Paddle silently drops that state;
-- ``save(path, training=False)`` needs ``oar.jit.save`` and says so while it is not available;
-  ``prepare(amp_configs=...)`` needs the oar-amp plugin and says so.
+- ``save(path, training=False)`` needs ``oar.jit.save`` and says so while it is not available.
+
+Mixed precision (``prepare(amp_configs=...)``) comes with the oar-amp plugin (``oar.amp``), which
+is imported only when AMP is asked for: oar-nn installs and runs without it, and says what to
+install. It follows Paddle's dynamic-graph Model -- the network runs in ``oar.amp.auto_cast`` at
+the chosen level, O2 ``decorate``s the network and the optimizer at ``prepare``, float16 trains
+through a ``GradScaler`` whose state ``save``/``load`` keep in ``path.pdscaler`` -- except that
+
+- ``dtype`` (``'float16'``, Paddle's, or ``'bfloat16'``) is a key of ``amp_configs``; bfloat16
+  trains without loss scaling (Paddle makes a scaler that turns itself off);
+- the loss is computed in the block too (at O1 the losses are on the black list, so they run in
+  float32 from low-precision outputs, as paddle.amp's own training step writes it); Paddle's Model
+  computes it after the block;
+- ``eval_batch``, ``predict_batch`` and ``save(path, training=False)`` run the network in the same
+  block (Paddle's run it outside, where an O2 network's low-precision weights meet float32 inputs).
 """
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import functools
 import importlib
 import inspect
 import math
@@ -121,17 +137,97 @@ def _input_spec(tensor: Tensor, name: str):
     return InputSpec(shape, tensor.dtype, name)
 
 
-def _check_amp_configs(amp_configs) -> None:
-    """None, 'O0' and {'level': 'O0'} mean float32 training; anything else needs oar-amp."""
-    if amp_configs is None or amp_configs == "O0":
-        return
-    if isinstance(amp_configs, dict) and amp_configs.get("level") == "O0" and len(amp_configs) == 1:
-        return
-    raise FeatureUnavailableError(
-        f"Model.prepare: amp_configs={amp_configs!r} asks for automatic mixed precision, which the oar-amp "
-        f"plugin provides (oar.amp); it is not available in this installation. Pass amp_configs=None (or 'O0') "
-        f"to train in float32"
-    )
+# Paddle's amp_configs keys (python/paddle/hapi/model.py, Model._prepare_amp), plus oar's ``dtype``.
+AMP_LEVELS = ("O0", "O1", "O2")
+AMP_DTYPES = ("float16", "bfloat16")
+AMP_LIST_KEYS = ("custom_white_list", "custom_black_list")
+AMP_SCALER_KEYS = ("init_loss_scaling", "incr_ratio", "decr_ratio", "incr_every_n_steps", "decr_every_n_nan_or_inf",
+                   "use_dynamic_loss_scaling")
+# Keys Paddle accepts for its static-graph Model only, or refuses with a reason.
+_AMP_REFUSED_KEYS = {
+    "use_fp16_guard": "is supported in Paddle's static-graph mode only; oar's Model runs in dynamic-graph mode",
+    "custom_black_varnames": "names variables of Paddle's static-graph programs; oar's Model runs in dynamic-graph "
+                             "mode (use custom_black_list to keep ops in float32)",
+    "use_pure_fp16": "is an invalid parameter: the level of mixed precision training depends only on 'O1' or 'O2'",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class AmpSettings:
+    """What ``prepare(amp_configs=...)`` asked for: the ``auto_cast`` level, dtype and custom
+    lists, and the ``GradScaler`` arguments given (float16 only)."""
+
+    level: str
+    dtype: str
+    lists: dict
+    scaler: dict
+
+
+def _config_value(value):
+    # An enum member (oar-run's typed configs) stands for its value.
+    return getattr(value, "value", value)
+
+
+def parse_amp_configs(amp_configs) -> AmpSettings | None:
+    """``Model.prepare``'s ``amp_configs`` checked as Paddle checks them; None for float32 training.
+
+    A level (``'O0'``, ``'O1'``, ``'O2'``), or a dict whose ``level`` defaults to ``'O1'``, as in
+    Paddle, with any of the ``auto_cast`` lists (``custom_white_list``, ``custom_black_list``), the
+    ``GradScaler`` arguments (``init_loss_scaling``, ``incr_ratio``, ``decr_ratio``,
+    ``incr_every_n_steps``, ``decr_every_n_nan_or_inf``, ``use_dynamic_loss_scaling``) and, in
+    oar, ``dtype`` (``'float16'``, the default as in Paddle, or ``'bfloat16'``).
+
+    >>> from oar.hapi.model import parse_amp_configs
+    >>> parse_amp_configs("O0") is None
+    True
+    >>> parse_amp_configs({"dtype": "bfloat16", "custom_black_list": ["conv2d"]})
+    AmpSettings(level='O1', dtype='bfloat16', lists={'custom_black_list': ['conv2d']}, scaler={})
+    """
+    if not amp_configs:
+        return None
+    if isinstance(amp_configs, str) or isinstance(_config_value(amp_configs), str):
+        amp_configs = {"level": amp_configs}
+    elif not isinstance(amp_configs, dict):
+        raise ArgumentError(f"Model.prepare: amp_configs must be None, a level ('O0', 'O1', 'O2') or a dict, "
+                            f"got {type(amp_configs).__name__}")
+    level = _config_value(amp_configs.get("level", "O1"))
+    if level not in AMP_LEVELS:
+        raise ArgumentError(f"Model.prepare: the level of amp_configs should be 'O0', 'O1' or 'O2', got {level!r}")
+    if level == "O0":  # float32 training: Paddle ignores the other keys then
+        return None
+    for key, reason in _AMP_REFUSED_KEYS.items():
+        if key in amp_configs:
+            raise ArgumentError(f"Model.prepare: amp_configs[{key!r}] {reason}")
+    accepted = ("level", "dtype", *AMP_LIST_KEYS, *AMP_SCALER_KEYS)
+    unknown = [key for key in amp_configs if key not in accepted]
+    if unknown:
+        raise ArgumentError(f"Model.prepare: amp_configs has keys {unknown} that no mixed precision API accepts; "
+                            f"the keys are {list(accepted)}")
+    dtype = _config_value(amp_configs.get("dtype", "float16"))
+    dtype = getattr(dtype, "name", dtype)  # oar.bfloat16 as well as 'bfloat16'
+    if dtype not in AMP_DTYPES:
+        raise ArgumentError(f"Model.prepare: amp_configs['dtype'] should be 'float16' or 'bfloat16', got {dtype!r}")
+    lists = {key: amp_configs[key] for key in AMP_LIST_KEYS if amp_configs.get(key) is not None}
+    scaler = {key: amp_configs[key] for key in AMP_SCALER_KEYS if key in amp_configs}
+    if scaler and dtype != "float16":
+        warnings.warn(f"Model.prepare: amp_configs sets {sorted(scaler)}, but loss scaling is for float16; "
+                      f"{dtype} trains without a GradScaler and these keys have no effect", UserWarning, stacklevel=3)
+        scaler = {}
+    return AmpSettings(level, dtype, lists, scaler)
+
+
+def _amp_module():
+    """``oar.amp``. Imported on first use, not with oar.hapi: oar-nn installs and runs without oar-amp."""
+    try:
+        return importlib.import_module("oar.amp")
+    except ModuleNotFoundError as exc:
+        if exc.name != "oar.amp":
+            raise
+        raise FeatureUnavailableError(
+            "Model.prepare: amp_configs asks for automatic mixed precision, which comes with the oar-amp package "
+            "(oar.amp); it is not installed. From a clone of oar's repository: pip install ./plugins/oar-amp. "
+            "Or pass amp_configs=None (or 'O0') to train in float32"
+        ) from None
 
 
 class Model:
@@ -171,13 +267,24 @@ class Model:
         self._test_dataloader = None
         self._accumulate = 1
         self._pass_steps = 0
+        self._auto_cast = None  # oar.amp.auto_cast, with oar-amp and AMP asked for
+        self._scaler = None  # the GradScaler of float16 training
         self.stop_training = False
 
     # -- configuration -------------------------------------------------------------------------
     def prepare(self, optimizer=None, loss=None, metrics=None, amp_configs=None) -> None:
         """Set the optimizer (needed by ``fit`` and ``train_batch``), the loss (a Layer or any
-        callable ``loss(*outputs, *labels)``; needed for training) and the metrics
-        (``oar.metric.Metric`` instances). ``amp_configs`` other than None/'O0' needs oar-amp."""
+        callable ``loss(*outputs, *labels)``; needed for training), the metrics
+        (``oar.metric.Metric`` instances) and mixed precision, as ``paddle.Model.prepare``.
+
+        ``amp_configs``: None or ``'O0'`` trains in float32; ``'O1'``, ``'O2'`` or a dict such as
+        ``{'level': 'O2', 'dtype': 'bfloat16', 'custom_black_list': ['conv2d']}`` trains, evaluates
+        and predicts in ``oar.amp.auto_cast`` at that level (the keys: ``parse_amp_configs``).
+        O2 casts the network's parameters with ``oar.amp.decorate`` (the optimizer keeps float32
+        master weights); float16 scales the loss with an ``oar.amp.GradScaler`` built from the
+        scaler keys (``init_loss_scaling``, ...); bfloat16 needs no scaler. AMP needs the oar-amp
+        plugin; docs/amp.md has the levels and the lists.
+        """
         from oar.metric import Metric
         from oar.optimizer import Optimizer
 
@@ -189,10 +296,47 @@ class Model:
         for metric in metrics:
             if not isinstance(metric, Metric):
                 raise ArgumentError(f"Model.prepare: metrics must be oar.metric.Metric instances, got {type(metric).__name__}")
-        _check_amp_configs(amp_configs)
+        settings = parse_amp_configs(amp_configs)
+        auto_cast, scaler = None, None
+        if settings is not None:
+            amp = _amp_module()
+            if settings.level == "O2":  # low-precision parameters; the optimizer keeps float32 master weights
+                if optimizer is None:
+                    self.network = amp.decorate(self.network, level="O2", dtype=settings.dtype)
+                else:
+                    self.network, optimizer = amp.decorate(self.network, optimizer, level="O2", dtype=settings.dtype)
+            auto_cast = functools.partial(amp.auto_cast, level=settings.level, dtype=settings.dtype, **settings.lists)
+            if settings.dtype == "float16":
+                scaler = amp.GradScaler(**settings.scaler)
         self._optimizer = optimizer
         self._loss = loss
         self._metrics = metrics
+        self._auto_cast, self._scaler = auto_cast, scaler
+
+    def auto_cast(self):
+        """The ``oar.amp.auto_cast`` block that ``prepare``'s ``amp_configs`` set, in which the
+        batch steps run the network: an oar addition, to run the network as the model does. In
+        float32 training it changes nothing (below); with ``amp_configs={'level': 'O1', 'dtype':
+        'bfloat16'}`` the Linear's output would be bfloat16.
+
+        >>> import oar
+        >>> model = oar.Model(oar.nn.Linear(4, 2))
+        >>> model.prepare(amp_configs="O0")
+        >>> with model.auto_cast():
+        ...     model.network(oar.rand([3, 4])).dtype
+        oar.float32
+        """
+        return contextlib.nullcontext() if self._auto_cast is None else self._auto_cast()
+
+    def _step(self) -> None:
+        """The optimizer step on the accumulated gradients (through the GradScaler in float16
+        training: unscaled, skipped when one is inf or nan), then zeroed gradients."""
+        if self._scaler is None:
+            self._optimizer.step()
+        else:
+            self._scaler.step(self._optimizer)
+            self._scaler.update()
+        self.network.clear_gradients()
 
     def parameters(self, *args, **kwargs) -> list:
         """The network's parameters (``network.parameters()``)."""
@@ -250,15 +394,15 @@ class Model:
         inputs = [_as_tensor(x) for x in _to_list(inputs)]
         labels = [_as_tensor(y) for y in _to_list(labels)]
         self._record_inputs(inputs)
-        outputs = _to_list(self.network(*inputs))
-        losses = self._losses(outputs, labels, "train_batch")
+        with self.auto_cast():
+            outputs = _to_list(self.network(*inputs))
+            losses = self._losses(outputs, labels, "train_batch")
         final_loss = losses[0]
         for extra in losses[1:]:
             final_loss = final_loss + extra
-        final_loss.backward()
+        (final_loss if self._scaler is None else self._scaler.scale(final_loss)).backward()
         if update:
-            self._optimizer.step()
-            self.network.clear_gradients()
+            self._step()
         metrics = self._update_metrics(outputs, labels)
         values = [loss.detach().numpy() for loss in losses]
         return (values, metrics) if metrics else values
@@ -273,8 +417,9 @@ class Model:
             inputs = [_as_tensor(x) for x in _to_list(inputs)]
             labels = [_as_tensor(y) for y in _to_list(labels)]
             self._record_inputs(inputs)
-            outputs = _to_list(self.network(*inputs))
-            losses = self._losses(outputs, labels, "eval_batch") if self._loss else []
+            with self.auto_cast():
+                outputs = _to_list(self.network(*inputs))
+                losses = self._losses(outputs, labels, "eval_batch") if self._loss else []
             metrics = self._update_metrics(outputs, labels)
         values = [loss.numpy() for loss in losses]
         if self._loss and metrics:
@@ -288,7 +433,8 @@ class Model:
             self.mode = "test"
             inputs = [_as_tensor(x) for x in _to_list(inputs)]
             self._record_inputs(inputs)
-            outputs = self.network(*inputs)
+            with self.auto_cast():
+                outputs = self.network(*inputs)
         return [o.numpy() for o in _to_list(outputs)]
 
     # -- loops ---------------------------------------------------------------------------------
@@ -368,8 +514,7 @@ class Model:
             if (max_steps is not None and step + 1 >= max_steps) or (max_samples is not None and samples >= max_samples):
                 break
         if pending_update:  # the last accumulated gradients of a pass that stopped between updates
-            self._optimizer.step()
-            self.network.clear_gradients()
+            self._step()
         if loss_sums and samples:
             logs["loss"] = [s / samples for s in loss_sums]
         self._pass_steps = step + 1  # how many batches this pass ran
@@ -491,10 +636,11 @@ class Model:
 
     # -- checkpoints ---------------------------------------------------------------------------
     def save(self, path, training: bool = True) -> None:
-        """``training=True``: the parameters to ``path.pdparams`` and the optimizer state to
-        ``path.pdopt`` (when the optimizer has state; a stale ``path.pdopt`` is removed), both
-        through ``oar.save``: safetensors files, never pickle. ``training=False``: an inference
-        model through ``oar.jit.save``.
+        """``training=True``: the parameters to ``path.pdparams``, the optimizer state to
+        ``path.pdopt`` and, in float16 training, the GradScaler's to ``path.pdscaler`` (each when
+        it has state; a stale file is removed), through ``oar.save``: safetensors files, never
+        pickle. ``training=False``: an inference model through ``oar.jit.save`` (captured in the
+        model's ``auto_cast`` block, so that it computes as ``evaluate`` does).
 
         >>> import oar, os, tempfile
         >>> model = oar.Model(oar.nn.Linear(2, 2))
@@ -510,11 +656,12 @@ class Model:
         if _local_rank() != 0:
             return
         oar.save(self.network.state_dict(), path + ".pdparams")
-        state = self._optimizer.state_dict() if self._optimizer is not None else {}
-        if state:
-            oar.save(state, path + ".pdopt")
-        elif os.path.exists(path + ".pdopt"):
-            os.unlink(path + ".pdopt")
+        for suffix, holder in ((".pdopt", self._optimizer), (".pdscaler", self._scaler)):
+            state = holder.state_dict() if holder is not None else {}
+            if state:
+                oar.save(state, path + suffix)
+            elif os.path.exists(path + suffix):
+                os.unlink(path + suffix)
 
     @staticmethod
     def _check_path(path, where: str) -> str:
@@ -542,15 +689,17 @@ class Model:
         was_training = self.network.training
         self.network.eval()  # jit.save captures the current mode: an inference model is captured in eval mode
         try:
-            save(self.network, path, input_spec=list(specs))
+            with self.auto_cast():  # the program records the casts: the inference model computes as evaluate does
+                save(self.network, path, input_spec=list(specs))
         finally:
             if was_training:
                 self.network.train()
 
     def load(self, path, skip_mismatch: bool = False, reset_optimizer: bool = False) -> None:
         """Load ``path.pdparams`` into the network and, unless ``reset_optimizer`` (or there is no
-        optimizer or no ``path.pdopt``), ``path.pdopt`` into the optimizer, as ``paddle.Model.load``.
-        ``path`` may end in ``.pdparams`` or ``.pdopt``.
+        optimizer or no ``path.pdopt``), ``path.pdopt`` into the optimizer, as ``paddle.Model.load``;
+        in float16 training also ``path.pdscaler`` into the GradScaler, when it exists.
+        ``path`` may end in ``.pdparams``, ``.pdopt`` or ``.pdscaler``.
 
         Parameters are matched by their structured names (``fc.0.weight``). A parameter missing from
         the file or of another shape is an error listing every mismatch, and nothing is loaded;
@@ -559,7 +708,7 @@ class Model:
         """
         path = self._check_path(path, "load")
         stem, ext = os.path.splitext(path)
-        if ext in (".pdparams", ".pdopt", ".pdmodel"):
+        if ext in (".pdparams", ".pdopt", ".pdscaler", ".pdmodel"):
             path = stem
         params_path = path + ".pdparams"
         if not os.path.exists(params_path):
@@ -589,6 +738,8 @@ class Model:
             renames = {saved[k].name: current[k].name for k in matched if saved[k].name != current[k].name}
             # Validated in full before anything changes; then the parameters cannot fail.
             self._optimizer.set_state_dict(_rename_optimizer_state(oar.load(opt_path), renames))
+        if self._scaler is not None and os.path.exists(path + ".pdscaler"):
+            self._scaler.load_state_dict(oar.load(path + ".pdscaler"))
         self.network.set_state_dict(matched, strict=False)
 
     # -- description ---------------------------------------------------------------------------
