@@ -9,6 +9,7 @@ no package provides (a typo) gets Python's own error.
 
 from __future__ import annotations
 
+import doctest
 import importlib
 import importlib.util
 import re
@@ -105,6 +106,12 @@ def test_the_install_hints_point_at_the_repositorys_folders():
         else:
             assert dist in in_repo, f"{dist} (oar.{name}) is in no folder of the repository: mark it planned"
             assert (REPO / folder) == in_repo[dist], f"oar.{name}'s hint says {folder}, {dist} is in {in_repo[dist]}"
+
+
+def test_public_dir_example_runs():
+    (test,) = doctest.DocTestFinder().find(oar.utils.public_dir)
+    result = doctest.DocTestRunner().run(test)
+    assert result.attempted >= 4 and result.failed == 0
 
 
 def test_dir_oar_nn_shows_only_names_that_work():

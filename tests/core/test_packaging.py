@@ -97,7 +97,7 @@ def check_namespace(python: Path) -> dict:
     report = json.loads(result.stdout)
     assert report["marker"] == "from oar-nsprobe"
     assert report["sum"] == 3.0
-    assert re.search(r"oar\.nn is not installed: .*oar-nn.*pip install oar-nn", report["missing"]), report["missing"]
+    assert re.search(r"oar\.nn is not installed: .*oar-nn.*pip install \./packages/nn", report["missing"]), report["missing"]
     return report
 
 

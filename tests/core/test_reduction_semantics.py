@@ -303,10 +303,11 @@ def test_norm_values_and_unsupported_orders():
     assert oar.norm(x, p=float("inf"), axis=[0, 1]).item() == 7.0  # largest absolute row sum
     assert oar.norm(x, p=1, axis=[0, 1]).item() == 6.0  # largest absolute column sum
     assert oar.norm(x, p=0, axis=1).tolist() == [2.0, 2.0]
-    with pytest.raises(ArgumentError, match=r"norm: matrix norm p='nuc' over axis \[0, 1\] is not supported"):
-        oar.norm(x, p="nuc", axis=[0, 1])
-    with pytest.raises(ArgumentError, match=r"norm: matrix norm p=2 .*is not supported"):
-        oar.norm(x, p=2, axis=[0, 1])
+    # the singular-value norms (oar.linalg's; issue #19)
+    assert oar.norm(x, p="nuc", axis=[0, 1]).item() == pytest.approx(np.linalg.norm(x.numpy(), "nuc"))
+    assert oar.norm(x, p=2, axis=[0, 1]).item() == pytest.approx(np.linalg.norm(x.numpy(), 2))
+    with pytest.raises(ArgumentError, match=r"norm: p must be 'fro', 'nuc', 1, -1, 2, -2, inf or -inf for a matrix"):
+        oar.norm(x, p=3, axis=[0, 1])
     with pytest.raises(ArgumentError, match=r"norm: p='nuc' is a matrix norm"):
         oar.norm(x, p="nuc")
     with pytest.raises(ArgumentError, match=r"norm: p must be a number, 'fro', 'nuc' or None, got 'l2'"):

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from oar.testing import load_cases
 
-FAMILIES = ("creation", "elementwise", "reduction", "shape", "indexing", "linalg", "random", "assign", "fusion",
-            "control_flow")
+FAMILIES = ("creation", "elementwise", "reduction", "shape", "indexing", "linalg", "linalg_ext", "random", "assign",
+            "fusion", "control_flow")
 
 
 def all_cases():

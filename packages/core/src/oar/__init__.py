@@ -51,6 +51,7 @@ from oar._ops.elementwise import *  # noqa: E402,F403
 from oar._ops.indexing import *  # noqa: E402,F403
 from oar._ops.inplace import *  # noqa: E402,F403
 from oar._ops.linalg import *  # noqa: E402,F403
+from oar._ops.linalg_ext import *  # noqa: E402,F403
 from oar._ops.random import *  # noqa: E402,F403
 from oar._ops.reduction import *  # noqa: E402,F403
 from oar._ops.shape import *  # noqa: E402,F403
@@ -76,6 +77,7 @@ _LAZY_MODULES = {
     "hookspecs": "oar-core",
     "testing": "oar-core",
     "autograd": "oar-core",
+    "linalg": "oar-core",
     "nn": "oar-nn",
     "optimizer": "oar-nn",
     "regularizer": "oar-nn",

@@ -16,10 +16,12 @@ from oar._ops import (
     indexing,
     inplace,
     linalg,
+    linalg_ext,
     random,
     reduction,
     shape,
 )
 
-FAMILIES = (creation, shape, reduction, indexing, elementwise, fused_elementwise, linalg, random, assign, inplace)
+FAMILIES = (creation, shape, reduction, indexing, elementwise, fused_elementwise, linalg, random, assign, inplace,
+            linalg_ext)
 ALL_OPS = [op for family in FAMILIES for op in family.OPS]

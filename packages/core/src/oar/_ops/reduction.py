@@ -1053,13 +1053,13 @@ OPS = [
 ]
 __all__ = [
     "sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin", "var", "std", "logsumexp",
-    "all", "any", "cumsum", "cumprod", "norm", "sort", "argsort", "topk", "median",
-]
+    "all", "any", "cumsum", "cumprod", "sort", "argsort", "topk", "median",
+]  # norm: the full one (singular-value norms too) is linalg_ext's, which calls this one
 
 METHODS = {
     "sum": sum, "mean": mean, "prod": prod, "max": max, "min": min, "amax": amax, "amin": amin,
     "argmax": argmax, "argmin": argmin, "var": var, "std": std, "logsumexp": logsumexp, "all": all,
-    "any": any, "cumsum": cumsum, "cumprod": cumprod, "norm": norm, "sort": sort, "argsort": argsort,
+    "any": any, "cumsum": cumsum, "cumprod": cumprod, "sort": sort, "argsort": argsort,
     "topk": topk, "median": median,
 }
 

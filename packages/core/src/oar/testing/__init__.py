@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import inspect
 import sys
 import warnings
 from collections.abc import Callable, Sequence
@@ -174,8 +175,6 @@ def numeric_gradient(f: Callable[[np.ndarray], float], x0: np.ndarray, eps: floa
 def line_of(fn: Callable, text: str) -> int:
     """The line number (in its file) of the first line of ``fn``'s source that contains ``text``:
     what an error or warning that names the user's line should name."""
-    import inspect
-
     lines, start = inspect.getsourcelines(fn)
     for i, line in enumerate(lines):
         if text in line:

@@ -20,7 +20,6 @@
 
 from __future__ import annotations
 
-import __future__
 import importlib
 import types
 from collections.abc import Callable, Iterable
@@ -66,12 +65,9 @@ def lazy_exports(namespace: dict, exports: dict[str, list[str]]) -> tuple[Callab
     return __getattr__, __dir__
 
 
-_FUTURE_FEATURES = tuple(getattr(__future__, name) for name in __future__.all_feature_names)
-
-
 def _is_future_feature(value: object) -> bool:
     """``annotations`` and the like, which ``from __future__ import ...`` binds in a module."""
-    return any(value is feature for feature in _FUTURE_FEATURES)
+    return type(value).__module__ == "__future__"
 
 
 def public_dir(namespace: dict, subpackages: Iterable[str] = (), hide: Iterable[str] = ()) -> Callable[[], list[str]]:

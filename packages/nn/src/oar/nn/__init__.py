@@ -23,3 +23,8 @@ from oar.nn.layer.transformer import *  # noqa: F403
 from oar.nn.layer.vision import *  # noqa: F403
 from oar.nn.param_attr import ParamAttr
 from oar.nn.parameter import Parameter
+from oar.utils import public_dir
+
+# dir(oar.nn) shows the layers and the public subpackages, not the modules the imports above bind
+# (oar.nn.layer, .clip, .param_attr, ...): those still import, as Paddle's do.
+__dir__ = public_dir(globals(), subpackages=["functional", "initializer", "quant", "utils"])

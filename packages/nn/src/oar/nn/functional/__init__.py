@@ -26,6 +26,11 @@ from oar.nn.functional.loss import *  # noqa: F403
 from oar.nn.functional.norm import *  # noqa: F403
 from oar.nn.functional.pooling import *  # noqa: F403
 from oar.nn.functional.vision import *  # noqa: F403
+from oar.utils import public_dir
 
 FAMILIES = (activation, attention, common, conv, loss, norm, pooling, vision, fused, quant)
 ALL_OPS = [op for family in FAMILIES for op in family.OPS]
+
+# dir(oar.nn.functional) shows the functions only: not the family modules, nor FAMILIES and ALL_OPS,
+# which oar-nn's plugin reads to register the ops.
+__dir__ = public_dir(globals(), hide=["FAMILIES", "ALL_OPS"])

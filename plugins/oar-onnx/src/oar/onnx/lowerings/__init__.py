@@ -8,8 +8,9 @@ the plugin, which every oar program does on its first op, stays cheap.
 The modules, by op family: ``elementwise`` (arithmetic, comparisons, activations of core),
 ``shape`` (reshape, transpose, concat, slicing, gather, ...), ``reduction``, ``nn`` (conv,
 pooling, normalisation, linear, embedding, attention pieces, interpolate, activations of nn),
-``fused`` (the fused ops of oar-nn's passes), ``quant`` (quantization in QDQ form) and
-``control_flow`` (``cond`` -> If, ``while`` -> Loop).
+``fused`` (the fused ops of oar-nn's passes), ``quant`` (quantization in QDQ form),
+``control_flow`` (``cond`` -> If, ``while`` -> Loop) and ``linalg`` (oar.linalg's ops, not
+lowered: the reasons).
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ def not_lowered(reason: str, *op_names: str) -> None:
         NOT_LOWERED[name] = reason
 
 
-MODULES = ("elementwise", "shape", "reduction", "nn", "fused", "quant", "control_flow")
+MODULES = ("elementwise", "shape", "reduction", "nn", "fused", "quant", "control_flow", "linalg")
 
 
 def all_lowerings() -> dict[str, Callable]:
