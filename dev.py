@@ -2,7 +2,7 @@
 """oar's two-command bootstrap: needs only Python >= 3.10 with pip and venv.
 
     python3 dev.py demo     # set up, then run oar's main job (nox session "demo")
-    python3 dev.py test     # set up, then lint and run every test (nox sessions "lint", "tests", "tests_isolated")
+    python3 dev.py test     # set up, then lint and run every test once (nox sessions "lint", "tests_isolated", "tests")
 
 The first run creates ``.venv-dev/`` with nox in it; nox then builds one virtualenv per session
 under ``.nox/`` and reuses them on later runs. Anything after the task name goes to nox, e.g.
@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parent
 DEV_VENV = ROOT / ".venv-dev"
 TASKS = {
     "demo": ["demo"],
-    "test": ["lint", "tests", "tests_isolated"],
+    "test": ["lint", "tests_isolated", "tests"],
     "lint": ["lint"],
     "bench": ["bench"],
 }

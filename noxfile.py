@@ -1,10 +1,13 @@
 """oar's automation: ``nox -s lint tests tests_isolated`` is what ``python3 dev.py test`` runs.
 
 Sessions:
-    tests           every package and plugin installed editable in one venv; the whole ``tests/`` tree
     tests_isolated  one fresh venv per distribution with only that distribution (a regular wheel
                     install), the oar distributions it declares and its test extra; runs
-                    ``tests/<folder name>``
+                    ``tests/<folder name>``, and lists what it skipped (a test that needs another
+                    distribution skips there) in ``.nox/skipped/<folder name>.txt``
+    tests           every package and plugin installed editable in one venv; after the isolated
+                    sessions of the same nox run, the tests they skipped and the tests of no single
+                    distribution (``tests/test_*.py``): each test runs once; alone, the whole tree
     lint            ruff (pyflakes, pycodestyle, import sorting), configured in the root pyproject.toml
     bench           the benchmark suite, ``python bench/run.py``: oar side by side with PyTorch,
                     PaddlePaddle and ONNX Runtime, installed into the session's own venv (never
@@ -18,6 +21,7 @@ new package joins every session by existing.
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 
 import nox
@@ -36,7 +40,9 @@ DISTRIBUTIONS = sorted(
     for path in ROOT.glob(pattern)
 )
 
-nox.options.sessions = ["lint", "tests", "tests_isolated"]
+nox.options.sessions = ["lint", "tests_isolated", "tests"]
+SKIPPED = ROOT / ".nox" / "skipped"  # tests_isolated's lists of the tests it skipped (tests/conftest.py)
+STARTED = time.time()  # this nox run's start: older lists are another run's
 nox.options.error_on_missing_interpreters = True
 
 
@@ -62,12 +68,27 @@ def _with_local_dependencies(distribution: str) -> list[str]:
     return needed
 
 
+def _left_by_isolated_sessions() -> list[str] | None:
+    """The tests this nox run's isolated sessions skipped, with the tests of no single distribution;
+    None unless every distribution's isolated session wrote its list in this run."""
+    lists = [SKIPPED / f"{Path(dist).name}.txt" for dist in DISTRIBUTIONS]
+    if not all(path.exists() and path.stat().st_mtime >= STARTED for path in lists):
+        return None
+    skipped = sorted({line for path in lists for line in path.read_text(encoding="utf-8").split()})
+    return sorted(path.relative_to(ROOT).as_posix() for path in (ROOT / "tests").glob("test_*.py")) + skipped
+
+
 @nox.session
 def tests(session: nox.Session) -> None:
-    """The whole suite, every distribution installed editable (posargs go to pytest)."""
+    """Every distribution installed editable: the tests the isolated sessions before it in this
+    nox run skipped, and the cross-package ones (``tests/test_*.py``); the whole suite when it runs
+    without them (posargs go to pytest)."""
     editable = [arg for dist in DISTRIBUTIONS for arg in ("-e", f"./{dist}[test]")]
     session.install(*editable, "pytest-xdist")
-    session.run("pytest", "tests", "-n", "2", *session.posargs)
+    left = _left_by_isolated_sessions()
+    if left is not None:
+        session.log(f"running the {len(left)} tests and files the isolated sessions left")
+    session.run("pytest", *(left if left is not None else ["tests"]), "-n", "2", "--durations=20", *session.posargs)
 
 
 @nox.session(reuse_venv=False)  # fresh each time: a leftover package would hide a missing dependency
@@ -81,7 +102,10 @@ def tests_isolated(session: nox.Session, distribution: str) -> None:
     location = session.run("python", "-c", "import oar; print(oar.__file__)", silent=True).strip()
     if "site-packages" not in location:
         session.error(f"oar is imported from {location}, not from the installed wheel")
-    session.run("pytest", f"tests/{Path(distribution).name}", "-n", "2", *session.posargs)
+    skipped = SKIPPED / f"{Path(distribution).name}.txt"
+    skipped.unlink(missing_ok=True)  # written anew by this run's tests (tests/conftest.py)
+    session.run("pytest", f"tests/{Path(distribution).name}", "-n", "2", "--durations=20", *session.posargs,
+                env={"OAR_SKIPPED_LOG": str(skipped)})
 
 
 @nox.session
