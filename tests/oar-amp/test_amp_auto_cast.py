@@ -212,3 +212,16 @@ def test_argument_errors_say_what_is_accepted():
             pass
     with oar.amp.auto_cast(enable=False, dtype="float64"):  # dtype is checked only when enabled, as Paddle
         pass
+
+
+def test_the_current_blocks_state_is_queried_as_in_paddle():
+    assert not oar.amp.is_autocast_enabled() and oar.amp.get_autocast_dtype() == "float16"
+    with oar.amp.auto_cast(dtype="bfloat16"):
+        assert oar.amp.is_autocast_enabled() and oar.amp.get_autocast_dtype() == "bfloat16"
+        assert oar.amp.get_autocast_cpu_dtype("cpu") is oar.amp.get_autocast_gpu_dtype() is oar.bfloat16
+        with oar.amp.auto_cast(enable=False):
+            assert not oar.amp.is_autocast_enabled() and oar.amp.get_autocast_dtype() == "float16"
+        with oar.amp.auto_cast(level="O0"):
+            assert not oar.amp.is_autocast_enabled()
+        assert oar.amp.is_autocast_enabled("gpu")
+    assert not oar.amp.is_autocast_enabled()

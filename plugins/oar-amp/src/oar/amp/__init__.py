@@ -22,7 +22,8 @@ from __future__ import annotations
 from oar.utils import lazy_exports
 
 __getattr__, __dir__ = lazy_exports(globals(), {
-    "oar.amp._auto_cast": ["auto_cast", "amp_guard"],
+    "oar.amp._auto_cast": ["auto_cast", "amp_guard", "is_autocast_enabled", "get_autocast_dtype",
+                           "get_autocast_cpu_dtype", "get_autocast_gpu_dtype"],
     "oar.amp._decorate": ["decorate", "amp_decorate"],
     "oar.amp._grad_scaler": ["GradScaler", "AmpScaler", "OptimizerState"],
     "oar.amp._support": ["is_float16_supported", "is_bfloat16_supported"],
@@ -30,6 +31,7 @@ __getattr__, __dir__ = lazy_exports(globals(), {
 })
 
 
-__all__ = sorted(["auto_cast", "amp_guard", "decorate", "amp_decorate", "GradScaler", "AmpScaler",
+__all__ = sorted(["auto_cast", "amp_guard", "is_autocast_enabled", "get_autocast_dtype", "get_autocast_cpu_dtype",
+                  "get_autocast_gpu_dtype", "decorate", "amp_decorate", "GradScaler", "AmpScaler",
                   "is_float16_supported", "is_bfloat16_supported", "white_list", "black_list", "debugging",
                   "amp_lists"])

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 
 from oar.amp import amp_lists
 from oar.errors import ArgumentError
-from oar.ops import AMP_FP32, AMP_LOW_PRECISION, Mode, Tensor, amp_category
+from oar.ops import AMP_FP32, AMP_LOW_PRECISION, Mode, Tensor, amp_category, get_dtype
 from oar.plugins import registries
 
 LEVELS = ("O0", "OD", "O1", "O2")
@@ -169,6 +169,39 @@ LAST_DTYPE: list[str | None] = [None]
 def current_state() -> AmpState | None:
     """The innermost active block's state, or None outside every ``auto_cast`` block."""
     return _MODE.states[-1] if _MODE.states else None
+
+
+def is_autocast_enabled(device_type=None) -> bool:
+    """Whether the innermost ``auto_cast`` block casts (False outside every block, and inside
+    ``auto_cast(enable=False)`` or ``level='O0'``). ``device_type`` is accepted as Paddle's: oar's
+    rules are the same on every device.
+
+    >>> import oar
+    >>> with oar.amp.auto_cast():
+    ...     oar.amp.is_autocast_enabled()
+    True
+    >>> oar.amp.is_autocast_enabled()
+    False
+    """
+    state = current_state()
+    return state is not None and state.enable
+
+
+def get_autocast_dtype(device_type=None):
+    """The low-precision dtype of the innermost enabled ``auto_cast`` block, else Paddle's default
+    AMP dtype, float16.
+
+    >>> import oar
+    >>> with oar.amp.auto_cast(dtype="bfloat16"):
+    ...     oar.amp.get_autocast_dtype()
+    oar.bfloat16
+    >>> oar.amp.get_autocast_dtype()
+    oar.float16
+    """
+    return get_dtype(current_state().dtype if is_autocast_enabled() else "float16")
+
+
+get_autocast_cpu_dtype = get_autocast_gpu_dtype = get_autocast_dtype  # Paddle's aliases, one rule on every device
 
 
 def _names(custom, argument: str) -> frozenset:
