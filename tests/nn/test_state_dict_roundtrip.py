@@ -104,6 +104,7 @@ LAYERS = {
     "Softplus": (lambda: nn.Softplus(), lambda: [x(2, 3)]),
     "Softshrink": (lambda: nn.Softshrink(), lambda: [x(2, 3)]),
     "Softsign": (lambda: nn.Softsign(), lambda: [x(2, 3)]),
+    "SpectralNorm": (lambda: nn.SpectralNorm([2, 8, 3, 3], dim=1, power_iters=2), lambda: [x(2, 8, 3, 3)]),
     "Swish": (lambda: nn.Swish(), lambda: [x(2, 3)]),
     "Tanh": (lambda: nn.Tanh(), lambda: [x(2, 3)]),
     "Tanhshrink": (lambda: nn.Tanhshrink(), lambda: [x(2, 3)]),

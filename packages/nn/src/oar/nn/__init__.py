@@ -8,7 +8,7 @@
 
 from __future__ import annotations
 
-from oar.nn import functional, initializer
+from oar.nn import functional, initializer, utils
 from oar.nn.clip import ClipGradByGlobalNorm, ClipGradByNorm, ClipGradByValue
 from oar.nn.layer.activation import *  # noqa: F403
 from oar.nn.layer.common import *  # noqa: F403

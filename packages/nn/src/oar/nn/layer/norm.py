@@ -18,7 +18,7 @@ import numpy as np
 import oar
 from oar.errors import ArgumentError, ShapeError
 from oar.nn import functional as F
-from oar.nn.initializer import Constant
+from oar.nn.initializer import Constant, Normal
 from oar.nn.layer.layers import Layer, size_arg
 from oar.nn.param_attr import ParamAttr
 
@@ -351,7 +351,65 @@ class InstanceNorm3D(_InstanceNormBase):
         super().__init__(num_features, epsilon, momentum, weight_attr, bias_attr, data_format, name)
 
 
+class SpectralNorm(Layer):
+    """Divide a weight by its spectral norm (``paddle.nn.SpectralNorm``): ``forward(weight)``
+    returns ``weight / sigma``, ``sigma = u . W v`` for ``W`` the ``[h, w]`` matrix of ``weight``
+    (axis ``dim`` first, the rest flattened) after ``power_iters`` steps ``v = W^T u / (||W^T u|| + eps)``,
+    ``u = W v / (||W v|| + eps)`` from the parameters ``weight_u`` ([h]) and ``weight_v`` ([w]).
+
+    As Paddle's kernel, the iteration works on copies: ``weight_u`` and ``weight_v`` (drawn from
+    N(0, 1), ``stop_gradient=True``) keep their values, and the gradient treats ``u`` and ``v``
+    as constants.
+
+    >>> import oar
+    >>> norm = oar.nn.SpectralNorm([2, 8, 3, 3], dim=1, power_iters=2)
+    >>> norm(oar.rand([2, 8, 3, 3])).shape
+    [2, 8, 3, 3]
+    >>> norm.weight_u.shape, norm.weight_v.shape
+    ([8], [18])
+    """
+
+    def __init__(self, weight_shape, dim: int = 0, power_iters: int = 1, eps: float = 1e-12,
+                 dtype: str = "float32"):
+        super().__init__(dtype=dtype)
+        self._weight_shape = [size_arg("SpectralNorm", "weight_shape[i]", d) for d in weight_shape]
+        rank = len(self._weight_shape)
+        if isinstance(dim, bool) or not isinstance(dim, int) or not 0 <= dim < rank:
+            raise ArgumentError(f"SpectralNorm: dim must be an int in [0, {rank}) for weight_shape "
+                                f"{self._weight_shape}, got {dim!r}")
+        self._dim = dim
+        self._power_iters = size_arg("SpectralNorm", "power_iters", power_iters)
+        self._eps = float(eps)
+        height = self._weight_shape[dim]
+        width = int(np.prod(self._weight_shape)) // height
+        self.weight_u = self.create_parameter([height], attr=ParamAttr(), default_initializer=Normal(0.0, 1.0))
+        self.weight_u.stop_gradient = True
+        self.weight_v = self.create_parameter([width], attr=ParamAttr(), default_initializer=Normal(0.0, 1.0))
+        self.weight_v.stop_gradient = True
+
+    def forward(self, weight):
+        if list(weight.shape) != self._weight_shape:
+            raise ShapeError(f"SpectralNorm: expected a weight of shape {self._weight_shape} (its weight_shape), "
+                             f"got {weight.shape}")
+        dim = self._dim
+        matrix = weight
+        if dim != 0:
+            matrix = oar.transpose(weight, [dim] + [axis for axis in range(weight.ndim) if axis != dim])
+        matrix = oar.reshape(matrix, [self._weight_shape[dim], -1])
+        with oar.no_grad():
+            u, v = self.weight_u.detach(), self.weight_v.detach()
+            for _ in range(self._power_iters):
+                v = oar.matmul(matrix, u, transpose_x=True)
+                v = v / (oar.sqrt(oar.sum(oar.square(v))) + self._eps)
+                u = oar.matmul(matrix, v)
+                u = u / (oar.sqrt(oar.sum(oar.square(u))) + self._eps)
+        return weight / oar.dot(u, oar.mv(matrix, v))
+
+    def extra_repr(self) -> str:
+        return f"weight_shape={self._weight_shape}, dim={self._dim}, power_iters={self._power_iters}, eps={self._eps}"
+
+
 __all__ = [
     "BatchNorm", "BatchNorm1D", "BatchNorm2D", "BatchNorm3D", "LayerNorm", "RMSNorm", "GroupNorm",
-    "InstanceNorm1D", "InstanceNorm2D", "InstanceNorm3D",
+    "InstanceNorm1D", "InstanceNorm2D", "InstanceNorm3D", "SpectralNorm",
 ]
