@@ -78,6 +78,7 @@ _LAZY_MODULES = {
     "testing": "oar-core",
     "autograd": "oar-core",
     "linalg": "oar-core",
+    "distribution": "oar-core",
     "nn": "oar-nn",
     "optimizer": "oar-nn",
     "regularizer": "oar-nn",

@@ -366,8 +366,8 @@ def _check_path(path, fn: str) -> str:
 def _foreign_hint(data: bytes) -> str:
     if len(data) >= 2 and data[0] == 0x80 and 2 <= data[1] <= 5:
         return ("it is a pickle file (such as a checkpoint written by paddle.save or torch.save); oar never "
-                "unpickles, because unpickling a file can run any code in it. Convert the checkpoint in a "
-                "trusted environment: load it there and oar.save a dict of numpy arrays")
+                "unpickles, because unpickling a file can run any code in it. Convert a paddle.save checkpoint "
+                "with `python -m oar.utils.convert_paddle SRC DST`, which runs nothing from the file")
     if data[:4] == b"PK\x03\x04":
         return "it is a zip archive (such as a torch.save or numpy.savez file), not a file written by oar.save"
     return "it is not a safetensors file written by oar.save"

@@ -3,6 +3,8 @@
 - ``atomic_file(path, mode)``: write a file so that readers see the old content or the whole new
   content, never a part (a temporary file in the same folder, fsync, rename): what ``oar.save``
   and ``oar.jit.save`` use, for callbacks and tools that write their own files.
+- ``convert_paddle(src, dst)``: turn a ``paddle.save`` checkpoint (a pickle) into a file of
+  ``oar.save``'s format without executing anything in it (also ``python -m oar.utils.convert_paddle``).
 - ``lazy_exports(namespace, exports)``: the ``__getattr__`` and ``__dir__`` of a package whose
   names load on first use (PEP 562): what a distribution whose plugin registers on every
   program's first op uses, so that registering imports none of its machinery.
@@ -25,6 +27,7 @@ import types
 from collections.abc import Callable, Iterable
 
 from oar._engine.serialization import atomic_file as atomic_file
+from oar.utils.convert_paddle import convert_paddle as convert_paddle
 
 
 def lazy_exports(namespace: dict, exports: dict[str, list[str]]) -> tuple[Callable, Callable]:
@@ -93,4 +96,4 @@ def public_dir(namespace: dict, subpackages: Iterable[str] = (), hide: Iterable[
     return __dir__
 
 
-__all__ = ["atomic_file", "lazy_exports", "public_dir"]
+__all__ = ["atomic_file", "convert_paddle", "lazy_exports", "public_dir"]
