@@ -1,8 +1,10 @@
-"""Property tests (hypothesis): broadcasting, reductions over 0-size dims, and indexing against numpy.
+"""Property tests (hypothesis): broadcasting, reductions over 0-size dims, indexing and views against numpy.
 
 Each property draws shapes (0-size dims included), axes and index expressions and compares oar's
 values and gradients with a numpy reference: the broadcast of a binary op, the reduction, and for
-indexing the scatter of the output gradient back to the positions each element was read from.
+indexing the scatter of the output gradient back to the positions each element was read from, and
+for chains of views (slices, ints, transposes, unsqueeze/squeeze, reshapes) where an in-place write
+lands -- in the base exactly where numpy's chain is a view -- and the gradients through it.
 Every test is bounded (``max_examples``) so that the file runs in well under 30 s.
 """
 
@@ -267,3 +269,109 @@ def test_getitem_values_and_gradients_match_numpy(shape_index, seed):
         w = _values(expected.shape, seed + 1)
         (out * oar.to_tensor(w)).sum().backward()
         _close(x.grad.numpy(), _gather_grad_reference(shape, index, w))
+
+
+# -- views -----------------------------------------------------------------------------------------
+@st.composite
+def _view_chain(draw):
+    """A base shape and a chain of up to three view steps on it: basic slices (positive or negative
+    steps), ints, transposes, unsqueeze/squeeze and reshapes, each applicable to numpy as well."""
+    shape = draw(st.lists(st.integers(1, 4), min_size=1, max_size=3).map(tuple))
+    steps, current = [], shape
+    for _ in range(draw(st.integers(1, 3))):
+        kind = draw(st.sampled_from(["slice", "int", "transpose", "unsqueeze", "squeeze", "reshape"]))
+        if kind == "slice":
+            axis = draw(st.integers(0, len(current) - 1))
+            step = draw(st.sampled_from([1, 2, -1]))
+            start = draw(st.integers(0, current[axis] - 1))
+            index = tuple([slice(None)] * axis + [slice(start, None, step)])
+            steps.append(("index", index))
+        elif kind == "int" and len(current) > 1:
+            axis = draw(st.integers(0, len(current) - 1))
+            steps.append(("index", tuple([slice(None)] * axis + [draw(st.integers(0, current[axis] - 1))])))
+        elif kind == "transpose" and len(current) > 1:
+            steps.append(("transpose", tuple(draw(st.permutations(range(len(current)))))))
+        elif kind == "unsqueeze":
+            steps.append(("unsqueeze", draw(st.integers(0, len(current)))))
+        elif kind == "squeeze" and 1 in current and len(current) > 1:
+            steps.append(("squeeze", current.index(1)))
+        elif kind == "reshape":
+            steps.append(("reshape", (-1,)))
+        else:
+            continue
+        current = _apply_numpy(np.zeros(shape), steps).shape
+    return shape, steps
+
+
+def _apply_numpy(a: np.ndarray, steps) -> np.ndarray:
+    for kind, arg in steps:
+        if kind == "index":
+            a = a[arg]
+        elif kind == "transpose":
+            a = a.transpose(arg)
+        elif kind == "unsqueeze":
+            a = np.expand_dims(a, arg)
+        elif kind == "squeeze":
+            a = a.squeeze(arg)
+        else:
+            a = a.reshape(arg)  # a view where the strides allow it, a copy otherwise: Paddle's rule too
+    return a
+
+
+def _apply_oar(t, steps):
+    for kind, arg in steps:
+        if kind == "index":
+            t = t[arg]
+        elif kind == "transpose":
+            t = t.transpose(list(arg))
+        elif kind == "unsqueeze":
+            t = t.unsqueeze(arg)
+        elif kind == "squeeze":
+            t = t.squeeze(arg)
+        else:
+            t = t.reshape(list(arg))
+    return t
+
+
+@BOUNDED
+@given(chain=_view_chain(), seed=SEEDS)
+def test_an_inplace_write_through_a_chain_of_views_reaches_the_base_as_in_numpy(chain, seed):
+    shape, steps = chain
+    values = _values(shape, seed)
+    expected = values.copy()
+    view = _apply_numpy(expected, steps)
+    shares = np.shares_memory(view, expected)
+    view += 1.5  # numpy writes into the base exactly where the chain is a view
+    base = oar.to_tensor(values)
+    ours = _apply_oar(base, steps)
+    before = base.inplace_version
+    ours.add_(oar.to_tensor(1.5, dtype="float64"))
+    _close(ours.numpy(), view)
+    _close(base.numpy(), expected if shares else values)
+    assert (base.inplace_version > before) == shares
+
+
+@BOUNDED
+@given(chain=_view_chain(), seed=SEEDS)
+def test_gradients_through_a_view_written_in_place_match_numpys_scatter(chain, seed):
+    """``b = a * 2; v = view(b); v.multiply_(k); v.add_(u); loss = sum(b * c)``: each element of
+    the base that the view reads is scaled by k there and gets u added, as numpy's scatter says."""
+    shape, steps = chain
+    a0, c0 = _values(shape, seed), _values(shape, seed + 1)
+    original = np.arange(int(np.prod(shape)), dtype=np.float64).reshape(shape)
+    probe = _apply_numpy(original, steps)
+    if probe.size == 0 or not np.shares_memory(probe, original):
+        return  # a copy: nothing is written through (the test above)
+    k0, u0 = _values(probe.shape, seed + 2, 0.5, 2.0), _values(probe.shape, seed + 3)
+    a = oar.to_tensor(a0, stop_gradient=False)
+    u = oar.to_tensor(u0, stop_gradient=False)
+    b = a * 2.0
+    view = _apply_oar(b, steps)
+    view.multiply_(oar.to_tensor(k0))
+    view.add_(u)
+    (b * oar.to_tensor(c0)).sum().backward()
+    positions = probe.astype(np.int64).reshape(-1)  # the base element each view element is
+    factor = np.ones(a0.size)
+    factor[positions] = k0.reshape(-1)
+    _close(a.grad.numpy(), (2.0 * factor * c0.reshape(-1)).reshape(shape))
+    _close(u.grad.numpy(), c0.reshape(-1)[positions].reshape(u0.shape))
