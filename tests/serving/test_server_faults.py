@@ -162,15 +162,24 @@ def test_sigterm_under_load_finishes_every_accepted_request_and_exits_0(lenet_re
     assert later <= {"200", "ConnectionRefusedError", "ConnectionResetError", "RemoteDisconnected"}
 
 
+def _wait_for_log(server: ServerProcess, text: str, count: int, timeout_s: float = 60.0) -> None:
+    """Until ``text`` is ``count`` times in the server's log: the server is ready as soon as its
+    first worker is, and the others start beside it."""
+    deadline = time.monotonic() + timeout_s
+    while server.log().count(text) < count:
+        assert time.monotonic() < deadline, f"{count} x {text!r} not in the log after {timeout_s} s:\n{server.log()}"
+        time.sleep(0.1)
+
+
 def test_several_workers_behind_one_port_count_metrics_together(lenet_repository):
     with ServerProcess(lenet_repository, "--workers", "2") as server:
+        _wait_for_log(server, "Started server process", 2)
         results = in_parallel([lambda: request(server, "POST", "/v2/models/lenet/infer",
                                                infer_json(lenet_input()), {"Connection": "close"})] * 20, 8)
         assert all(status == 200 for status, _, _ in results)
         text = request(server, "GET", "/metrics")[2].decode()
         counts = metric_values(text, "oar_inference_requests_total")
         assert counts[(("model", "lenet"), ("status", "200"), ("version", "1"))] == 20
-        assert server.log().count("Started server process") == 2
 
 
 def test_api_key_and_body_limits(lenet_repository, tmp_path):
