@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import functools
 import inspect
+import weakref
 from collections.abc import Sequence
 
 import numpy as np
 
 from oar._engine import eager as _eager
+from oar._engine import profiling as _profiling
 from oar._engine.registries import BACKENDS
 from oar._engine.tape import Node
 from oar._engine.tensor import Tensor
@@ -181,6 +183,8 @@ def _nodes_leading_to(nodes: dict, deps: dict, roots_nodes: list, targets: set) 
         for t in node._edges:
             child = t._node
             if child is None or t.stop_gradient:
+                if watched is not None and child is None and id(t) in watched and not t.stop_gradient:
+                    pending_leaves[id(t)] = pending_leaves.get(id(t), 0) + 1
                 continue
             remaining[id(child)] -= 1
             if remaining[id(child)] == 0:
@@ -212,6 +216,48 @@ def run_backward(
     changes, and only the rules on a path to a captured tensor run (``oar.grad``). No gradient
     flows into the tensors in ``blocked``.
     """
+    _BACKWARD_CALLBACKS.append([])
+    try:
+        if not _profiling.recorders:
+            result = _propagate(roots, root_grads, retain_graph, create_graph, capture, blocked)
+        else:
+            start = _profiling.now_ns()
+            try:
+                result = _propagate(roots, root_grads, retain_graph, create_graph, capture, blocked)
+            finally:
+                for recorder in _profiling.recorders:
+                    recorder.span("backward", "Backward", start, _profiling.now_ns())
+    finally:
+        callbacks = _BACKWARD_CALLBACKS.pop()
+    for callback in callbacks:
+        callback()
+    return result
+
+
+# One list per backward running (a backward inside a hook nests): what queue_callback added.
+_BACKWARD_CALLBACKS: list[list] = []
+
+
+def queue_callback(callback) -> None:
+    """Call ``callback()`` once the backward that is running now has finished, after every leaf's
+    ``.grad`` is final (PyTorch's ``Variable._execution_engine.queue_callback``). Called from a
+    hook during a backward; a data-parallel wrapper waits for its all-reduces there.
+
+    >>> import oar
+    >>> from oar.autograd import queue_callback
+    >>> w = oar.to_tensor([1.0], stop_gradient=False)
+    >>> done = []
+    >>> _ = w.register_hook(lambda g: queue_callback(lambda: done.append(w.grad.tolist())))
+    >>> (w * 2.0).sum().backward()
+    >>> done
+    [[2.0]]
+    """
+    if not _BACKWARD_CALLBACKS:
+        raise GradientError("queue_callback: no backward is running; call it from a hook during backward()")
+    _BACKWARD_CALLBACKS[-1].append(callback)
+
+
+def _propagate(roots, root_grads, retain_graph, create_graph, capture, blocked):
     # Which (node, output) or leaf each captured tensor is.
     capture_slots: dict = {}
     if capture is not None:
@@ -220,7 +266,10 @@ def run_backward(
     captured = [None] * (len(capture) if capture is not None else 0)
     blocked_keys = {_key(t) for t in blocked}
 
-    # 1. Reachable nodes and how many consumers each has among them (iterative DFS).
+    # 1. Reachable nodes and how many consumers each has among them (iterative DFS); for leaves
+    # with a post-accumulate hook, how many edges will bring them a gradient.
+    watched = _POST_ACCUMULATE_HOOKS if _POST_ACCUMULATE_HOOKS and capture is None else None
+    pending_leaves: dict[int, int] = {}
     deps: dict[int, int] = {}
     nodes: dict[int, Node] = {}
     root_nodes = [t._node for t in roots if t._node is not None]
@@ -234,6 +283,8 @@ def run_backward(
         for t in node._edges:
             child = t._node
             if child is None or t.stop_gradient:
+                if watched is not None and child is None and id(t) in watched and not t.stop_gradient:
+                    pending_leaves[id(t)] = pending_leaves.get(id(t), 0) + 1
                 continue
             key = id(child)
             deps[key] = deps.get(key, 0) + 1
@@ -299,7 +350,13 @@ def run_backward(
                 and (grads[0] is not None or any(g is not None for g in grads))
             )
             if run_rule:
-                in_grads = node.op.grad(node, *_materialize(node, grads))
+                if _profiling.recorders:  # a profiler times each gradient rule as an op of its own
+                    start = _profiling.now_ns()
+                    in_grads = node.op.grad(node, *_materialize(node, grads))
+                    for recorder in _profiling.recorders:
+                        recorder.span(f"{node.op.name}_grad", "Operator", start, _profiling.now_ns())
+                else:
+                    in_grads = node.op.grad(node, *_materialize(node, grads))
                 if not isinstance(in_grads, (tuple, list)):
                     in_grads = (in_grads,)
                 if len(in_grads) != len(inputs):
@@ -324,25 +381,103 @@ def run_backward(
                     deps[id(child)] -= 1
                     if deps[id(child)] == 0:
                         ready.append(child)
+                elif pending_leaves and id(t) in pending_leaves:
+                    pending_leaves[id(t)] -= 1
+                    if pending_leaves[id(t)] == 0:  # its last gradient came: finish it now, not at the end
+                        del pending_leaves[id(t)]
+                        slot = leaf_grads.pop(id(t), None)
+                        if slot is not None:
+                            _finish_leaf(t, slot[1], create_graph)
+                            _run_post_accumulate_hooks(t)
             if not retain_graph and (needed is None or id(node) in needed):
                 node.release()
 
         # 4. Leaves: hooks, then accumulate or capture.
         for t, g in leaf_grads.values():
-            if t._hooks:
-                g = _apply_hooks(t._hooks, g)
             if capture is not None:
+                if t._hooks:
+                    g = _apply_hooks(t._hooks, g)
                 for j in capture_slots.get(("leaf", id(t)), ()):
                     captured[j] = g
-            elif t._grad is None:
-                t._grad = g if create_graph else _owned(g)
-            elif not create_graph and _accumulate_in_place(t._grad, g):
-                pass
             else:
-                t._grad = t._grad + (g if create_graph else g.detach())
+                _finish_leaf(t, g, create_graph)
+                if watched is not None and id(t) in watched:
+                    _run_post_accumulate_hooks(t)
     finally:
         _set_grad_enabled(previous_mode)
     return captured
+
+
+def _finish_leaf(t, g, create_graph: bool) -> None:
+    """A leaf's whole gradient ``g``: its hooks, then into ``.grad``."""
+    if t._hooks:
+        g = _apply_hooks(t._hooks, g)
+    if t._grad is None:
+        t._grad = g if create_graph else _owned(g)
+    elif not create_graph and _accumulate_in_place(t._grad, g):
+        pass
+    else:
+        t._grad = t._grad + (g if create_graph else g.detach())
+
+
+# id(leaf) -> (weakref to the leaf, its hooks): the leaves whose gradient is watched as it completes.
+_POST_ACCUMULATE_HOOKS: dict[int, tuple] = {}
+
+
+def _run_post_accumulate_hooks(t) -> None:
+    entry = _POST_ACCUMULATE_HOOKS.get(id(t))
+    if entry is not None and entry[0]() is t:
+        for hook in list(entry[1]):
+            hook(t)
+
+
+class _PostAccumulateHandle:
+    __slots__ = ("_key", "_hook")
+
+    def __init__(self, key: int, hook):
+        self._key, self._hook = key, hook
+
+    def remove(self) -> None:
+        entry = _POST_ACCUMULATE_HOOKS.get(self._key)
+        if entry is not None:
+            entry[1][:] = [h for h in entry[1] if h is not self._hook]
+            if not entry[1]:
+                del _POST_ACCUMULATE_HOOKS[self._key]
+
+
+def register_post_accumulate_grad_hook(tensor, hook) -> _PostAccumulateHandle:
+    """Call ``hook(tensor)`` during a backward as soon as the leaf ``tensor``'s gradient of this
+    backward is complete in ``tensor.grad`` (PyTorch's ``register_post_accumulate_grad_hook``):
+    before the rest of the backward runs, so work on finished gradients (a data-parallel
+    all-reduce) overlaps what remains. Not called when the leaf got no gradient. Returns a handle
+    whose ``remove()`` unregisters it.
+
+    >>> import oar
+    >>> w = oar.to_tensor([1.0, 2.0], stop_gradient=False)
+    >>> seen = []
+    >>> handle = w.register_post_accumulate_grad_hook(lambda t: seen.append(t.grad.tolist()))
+    >>> (w * 3.0).sum().backward()
+    >>> seen
+    [[3.0, 3.0]]
+    """
+    if tensor._node is not None or tensor.stop_gradient:
+        raise GradientError("register_post_accumulate_grad_hook: only a leaf tensor that needs a gradient "
+                            f"(stop_gradient=False, not computed by an op) has one; got shape {tensor.shape}")
+    key = id(tensor)
+    entry = _POST_ACCUMULATE_HOOKS.get(key)
+    if entry is None or entry[0]() is not tensor:  # a new tensor at a dead one's address
+        entry = _POST_ACCUMULATE_HOOKS[key] = (weakref.ref(tensor, lambda _, key=key: _forget(key)), [])
+    entry[1].append(hook)
+    return _PostAccumulateHandle(key, hook)
+
+
+def _forget(key: int) -> None:
+    entry = _POST_ACCUMULATE_HOOKS.get(key)
+    if entry is not None and entry[0]() is None:
+        del _POST_ACCUMULATE_HOOKS[key]
+
+
+Tensor.register_post_accumulate_grad_hook = register_post_accumulate_grad_hook
 
 
 def _materialize(node: Node, grads: list) -> list:
