@@ -36,18 +36,22 @@ class Launched:
 
 @pytest.fixture
 def launch(tmp_path):
-    """``launch(code, nproc=2, args=(), timeout=120, env=None, launcher_args=())`` -> ``Launched``."""
+    """``launch(code, nproc=2, args=(), timeout=120, env=None, launcher_args=())`` -> ``Launched``;
+    ``code=None`` runs the launcher without a script (``launcher_args=("--check",)``)."""
     counter = [0]
 
-    def run(code: str, nproc: int = 2, args=(), timeout: float = 120, env: dict | None = None,
+    def run(code: str | None, nproc: int = 2, args=(), timeout: float = 120, env: dict | None = None,
             launcher_args=()) -> Launched:
         counter[0] += 1
-        script = tmp_path / f"job{counter[0]}.py"
-        script.write_text(textwrap.dedent(code), encoding="utf-8")
+        target = []
+        if code is not None:
+            script = tmp_path / f"job{counter[0]}.py"
+            script.write_text(textwrap.dedent(code), encoding="utf-8")
+            target = [str(script), *map(str, args)]
         log_dir = tmp_path / f"log{counter[0]}"
         environment = {**os.environ, "OAR_DISTRIBUTED_TIMEOUT": "60", **(env or {})}
         command = [sys.executable, "-m", "oar.distributed.launch", "--nproc_per_node", str(nproc),
-                   "--log_dir", str(log_dir), *launcher_args, str(script), *map(str, args)]
+                   "--log_dir", str(log_dir), *launcher_args, *target]
         done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=environment,
                               cwd=tmp_path)
         return Launched(done.returncode, done.stdout, done.stderr, log_dir)

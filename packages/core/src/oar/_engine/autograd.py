@@ -183,8 +183,6 @@ def _nodes_leading_to(nodes: dict, deps: dict, roots_nodes: list, targets: set) 
         for t in node._edges:
             child = t._node
             if child is None or t.stop_gradient:
-                if watched is not None and child is None and id(t) in watched and not t.stop_gradient:
-                    pending_leaves[id(t)] = pending_leaves.get(id(t), 0) + 1
                 continue
             remaining[id(child)] -= 1
             if remaining[id(child)] == 0:

@@ -21,6 +21,7 @@ one machine, several machines and what to do when a job hangs.
 (0, 1)
 """
 
+from oar.distributed import fleet
 from oar.distributed._backend import Backend, Call, SingleProcessBackend, Work
 from oar.distributed._collective import (
     CollectiveMismatchError,
@@ -56,11 +57,13 @@ from oar.distributed._collective import (
     wait,
 )
 from oar.distributed._env import ParallelEnv
+from oar.distributed._parallel import DataParallel
 
 __all__ = [
     "init_parallel_env", "is_initialized", "is_available", "get_rank", "get_world_size", "get_backend", "ParallelEnv",
     "new_group", "get_group", "destroy_process_group", "Group", "ReduceOp", "Task",
     "all_reduce", "broadcast", "reduce", "all_gather", "all_gather_object", "gather", "scatter", "reduce_scatter",
     "alltoall", "send", "recv", "isend", "irecv", "barrier", "wait", "broadcast_object_list", "scatter_object_list",
-    "CollectiveTimeoutError", "CollectiveMismatchError", "Backend", "Work", "Call", "SingleProcessBackend",
+    "DataParallel", "fleet", "CollectiveTimeoutError", "CollectiveMismatchError",
+    "Backend", "Work", "Call", "SingleProcessBackend",
 ]
