@@ -152,3 +152,26 @@ def test_one_process_data_parallel_changes_nothing():
     assert list(model.state_dict()) == ["weight", "bias"]
     with pytest.raises(ValueError, match="comm_buffer_size"):
         oar.DataParallel(net, comm_buffer_size=0)
+
+
+OVERLAP = """
+import oar, oar.distributed as dist
+dist.init_parallel_env()
+layers = [oar.nn.Linear(64, 64) for _ in range(6)]
+net = oar.nn.Sequential(*layers)
+model = oar.DataParallel(net, comm_buffer_size=0.02, last_comm_buffer_size=0.02)
+started_when_first_layer_ready = []
+# The first layer's weight and bias are the last gradients of the backward: by then every bucket
+# but the (at most two) holding them has had its all-reduce started.
+layers[0].weight.register_post_accumulate_grad_hook(
+    lambda p: started_when_first_layer_ready.append(sum(b.task is not None for b in model._buckets)))
+model(oar.ones([4, 64])).sum().backward()
+print("BUCKETS", len(model._buckets), "STARTED", started_when_first_layer_ready[0])
+"""
+
+
+def test_buckets_start_while_the_backward_still_runs(launch):
+    job = launch(OVERLAP, nproc=2).check()
+    words = next(line for line in job.log(0).splitlines() if line.startswith("BUCKETS")).split()
+    buckets, started = int(words[1]), int(words[3])
+    assert buckets >= 4 and started >= buckets - 2

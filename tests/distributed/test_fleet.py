@@ -187,6 +187,7 @@ import oar, oar.nn as nn
 from oar.distributed import fleet
 
 K = int(sys.argv[1])  # gradient merge k_steps (1: off)
+STAGE = int(sys.argv[2])  # sharding stage (0: off)
 STEPS, B = 3, 8  # updates; per-rank micro-batch
 rng = np.random.default_rng(5)
 x = rng.standard_normal((STEPS * K * 2 * B, 6)).astype("float32")
@@ -200,6 +201,9 @@ strategy = fleet.DistributedStrategy()
 if K > 1:
     strategy.gradient_merge = True
     strategy.gradient_merge_configs = {"k_steps": K, "avg": True}
+if STAGE:
+    strategy.sharding = True
+    strategy.sharding_configs = {"stage": STAGE}
 fleet.init(is_collective=True, strategy=strategy)
 rank, world = fleet.worker_index(), fleet.worker_num()
 inner = make_model()
@@ -227,14 +231,12 @@ print("MATCH", rank, worst)
 """
 
 
-@pytest.mark.parametrize("k_steps", [1, 4])
-def test_two_ranks_train_like_one_process_on_the_global_batch(launch, k_steps):
-    job = launch(TRAIN_ON_TWO_RANKS, nproc=2, args=(k_steps,), timeout=120).check()
+@pytest.mark.parametrize(("k_steps", "stage"), [(1, 0), (4, 0), (1, 1), (1, 2), (2, 2)])
+def test_two_ranks_train_like_one_process_on_the_global_batch(launch, k_steps, stage):
+    job = launch(TRAIN_ON_TWO_RANKS, nproc=2, args=(k_steps, stage), timeout=120).check()
     assert "MATCH 0" in job.log(0) and "MATCH 1" in job.log(1)
 
 
-@pytest.mark.skipif(importlib.util.find_spec("oar.distributed.fleet._sharding") is None,
-                    reason="fleet/_sharding.py (sharding) is not written yet")
 def test_sharding_strategy_builds_the_sharding_optimizer():
     f = Fleet()
     s = DistributedStrategy()

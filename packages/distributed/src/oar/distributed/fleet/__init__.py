@@ -28,6 +28,8 @@ Launch it with ``python -m oar.distributed.launch --nproc_per_node N train.py``;
 from oar.distributed.fleet import utils as utils
 from oar.distributed.fleet._fleet import Fleet as Fleet
 from oar.distributed.fleet._optimizer import DistributedOptimizer as DistributedOptimizer
+from oar.distributed.fleet._sharding import ShardingOptimizer as ShardingOptimizer
+from oar.distributed.fleet._sharding import sharding_model as sharding_model
 from oar.distributed.fleet._strategy import DistributedStrategy as DistributedStrategy
 
 fleet = Fleet()  # the one Fleet of this process; the functions below are its methods, as in Paddle
@@ -46,5 +48,5 @@ distributed_optimizer = fleet.distributed_optimizer
 __all__ = [
     "DistributedStrategy", "DistributedOptimizer", "Fleet", "fleet", "init", "worker_index", "worker_num",
     "is_first_worker", "is_worker", "is_server", "worker_endpoints", "barrier_worker", "distributed_model",
-    "distributed_optimizer", "utils",
+    "distributed_optimizer", "utils", "ShardingOptimizer", "sharding_model",
 ]

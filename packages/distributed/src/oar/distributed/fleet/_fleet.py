@@ -16,6 +16,7 @@ import oar.distributed as dist
 import oar.nn as nn
 from oar.distributed._parallel import DataParallel
 from oar.distributed.fleet._optimizer import DistributedOptimizer
+from oar.distributed.fleet._sharding import sharding_model
 from oar.distributed.fleet._strategy import DistributedStrategy
 from oar.distributed.fleet.utils import recompute
 from oar.errors import ArgumentError
@@ -129,10 +130,6 @@ class Fleet:
         if strategy.amp:
             model = _apply_amp(model, strategy.amp_configs)
         if strategy.sharding:
-            # fleet/_sharding.py is written alongside this module; imported here so that fleet
-            # loads without it and sharding asks for it only when used.
-            from oar.distributed.fleet._sharding import sharding_model
-
             wrapped = sharding_model(model, strategy.sharding_configs["stage"])
         else:
             wrapped = DataParallel(model, comm_buffer_size=strategy.fuse_grad_size_in_MB,

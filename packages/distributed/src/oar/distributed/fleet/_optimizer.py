@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 import oar
+from oar.distributed.fleet._sharding import ShardingOptimizer
 from oar.distributed.fleet._strategy import DistributedStrategy
 from oar.errors import ArgumentError
 
@@ -60,10 +61,6 @@ class DistributedOptimizer:
         self.inner_opt = optimizer
         self._user_optimizer = optimizer  # the parameters are read from it, whatever wraps it
         if strategy.sharding:
-            # fleet/_sharding.py is written alongside this module; imported here so that fleet
-            # loads without it and sharding asks for it only when used.
-            from oar.distributed.fleet._sharding import ShardingOptimizer
-
             self.inner_opt = ShardingOptimizer(optimizer, strategy.sharding_configs["stage"])
         merge = strategy.gradient_merge_configs
         self._k_steps = merge["k_steps"] if strategy.gradient_merge else 1
