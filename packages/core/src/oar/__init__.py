@@ -11,6 +11,7 @@ __doc__ = """oar: a deep-learning framework with PaddlePaddle's API, on numpy, e
 
 import importlib as _importlib
 import importlib.util as _importlib_util
+import os as _os
 
 from oar import errors  # noqa: E402
 from oar._engine import memory as _memory  # noqa: E402
@@ -40,7 +41,7 @@ from oar._engine.dtypes import (  # noqa: E402
 )
 from oar._engine.dtypes import bool_ as bool  # noqa: E402,A001 - Paddle's name: oar.bool
 from oar._engine.serialization import load, save  # noqa: E402
-from oar._engine.tensor import Tensor, set_printoptions, to_tensor  # noqa: E402
+from oar._engine.tensor import Tensor, from_numpy, set_printoptions, to_tensor  # noqa: E402
 from oar._engine.threads import set_num_threads  # noqa: E402
 from oar._ops import tensor_methods as _tensor_methods  # noqa: E402,F401 - binds Tensor's op methods
 
@@ -67,6 +68,10 @@ def _load_plugins() -> None:
 
 _registries.set_plugin_loader(_load_plugins)
 _memory.keep_freed_memory()  # a process-wide malloc setting (oar._engine.memory says why)
+if _os.environ.get("OAR_COUNT_MEMORY") == "1":  # oar.device's memory statistics from the start (oar.device says why)
+    from oar._engine import profiling as _profiling
+
+    _profiling.TENSOR_MEMORY.start(keep=True)
 
 # Subpackages and conveniences that load on first use; the value names the distribution that
 # provides them, so a missing one says what to install.
@@ -79,6 +84,8 @@ _LAZY_MODULES = {
     "autograd": "oar-core",
     "linalg": "oar-core",
     "distribution": "oar-core",
+    "device": "oar-core",
+    "profiler": "oar-core",
     "nn": "oar-nn",
     "optimizer": "oar-nn",
     "regularizer": "oar-nn",
@@ -111,7 +118,7 @@ _LAZY_ATTRS = {  # name -> (module, attribute)
 # packages/<name> for oar-<name>, plugins/oar-<name> for a plugin; a planned one has no folder there
 # yet. tests/core/test_namespace_hygiene.py holds both sets to the repository.
 _PLUGINS = {"oar-amp", "oar-onnx"}
-_PLANNED = {"oar-distributed"}
+_PLANNED: set[str] = set()  # a distribution named in _LAZY_MODULES whose folder does not exist yet
 
 
 def _absent(name: str, module_name: str) -> AttributeError:

@@ -27,11 +27,14 @@ class Mode:
     program per key, and replays it through the mode when called under it again, so the mode must
     leave the calls it produced unchanged (autocast's cast inputs already have their dtype).
     ``outermost`` is read when a mode enters, ``capture_key`` on each to_static call (a property
-    may compute it).
+    may compute it). ``observer = True``: the mode passes every call on unchanged and only watches
+    (``oar.profiler``'s recorder, the memory count), so to_static may still run its compiled
+    programs, whose executor reports each node to the profiler itself.
     """
 
     outermost: bool = False
     capture_key: Any = None
+    observer: bool = False  # only watches calls, changes none (a profiler): see ``observers_only``
 
     def apply(self, op, inputs: tuple, attrs: dict):
         raise NotImplementedError
@@ -84,6 +87,12 @@ def eager_mode() -> Mode:
 def modes_above_eager() -> list[Mode]:
     """The modes pushed over eager execution, bottom first (empty in plain eager code)."""
     return _mode_stack[1:]
+
+
+def observers_only() -> bool:
+    """True when every mode above eager only watches calls (``Mode.observer``); True in plain eager
+    code too. Read off the hot paths, after ``len(_mode_stack) == 1`` said no."""
+    return all(m.observer for m in _mode_stack[1:])
 
 
 def capture_keys() -> tuple:

@@ -16,6 +16,7 @@ import weakref
 import numpy as np
 
 from oar._engine import dtypes as _dt
+from oar._engine import profiling as _profiling
 from oar._engine.device import Place, backend_for
 from oar._engine.registries import BACKENDS
 from oar.errors import ArgumentError, DTypeError, GradientError, ShapeError
@@ -452,6 +453,9 @@ def _from_numpy(array: np.ndarray, backend: str) -> Tensor:
     return Tensor._wrap(array, backend, True, None, 0, None)
 
 
+_profiling.TENSOR_TYPES = (Tensor,)
+
+
 def to_tensor(data, dtype=None, place=None, stop_gradient: bool = True) -> Tensor:
     """Make a tensor from a Python scalar, nested list, numpy array or tensor (always a copy).
 
@@ -501,7 +505,34 @@ def to_tensor(data, dtype=None, place=None, stop_gradient: bool = True) -> Tenso
             raise DTypeError(f"to_tensor: argument 'data' has dtype {array.dtype}, which oar does not support; supported: {supported}")
     if backend != "cpu":
         array = BACKENDS.get(backend).from_numpy(array)
+    elif _profiling.TENSOR_MEMORY.on:  # oar.device's memory statistics count what is made outside ops too
+        _profiling.TENSOR_MEMORY.track(array)
     return Tensor._wrap(array, backend, stop_gradient, None, 0, None)
+
+
+def from_numpy(ndarray: np.ndarray) -> Tensor:
+    """A tensor that shares memory with ``ndarray``, as Paddle's ``paddle.from_numpy``: writes
+    into either are seen by the other, and no copy is made (``to_tensor`` always copies). The
+    tensor keeps the array's dtype and needs no gradient; a read-only array gives a tensor that
+    in-place ops do not write into.
+
+    >>> import numpy as np, oar
+    >>> a = np.zeros(3, np.float32)
+    >>> t = oar.from_numpy(a)
+    >>> _ = t.add_(oar.ones([3]))
+    >>> a.tolist()
+    [1.0, 1.0, 1.0]
+    """
+    if not isinstance(ndarray, np.ndarray):
+        raise ArgumentError(f"from_numpy: expected a numpy.ndarray, got {type(ndarray).__name__}")
+    if ndarray.dtype not in _dt.NP_TO_DTYPE:
+        supported = [d.name for d in _dt.ALL_DTYPES]
+        raise DTypeError(f"from_numpy: the array has dtype {ndarray.dtype}, which oar does not support; "
+                         f"supported: {supported}")
+    t = Tensor._wrap(ndarray, "cpu", True, None, 0, None)
+    if ndarray.base is not None:
+        t._view = View(None, ())  # a borrowed buffer, as detach() marks one: in-place writes go into it
+    return t
 
 
 # ------------------------------------------------------------------------------------------

@@ -36,6 +36,7 @@ import numpy as np
 
 from oar._engine import dtypes as _dt
 from oar._engine import eager as _eager
+from oar._engine import profiling as _profiling
 from oar._engine.autograd import _set_grad_enabled
 from oar._engine.dispatch import dispatch as _dispatch
 from oar._engine.eager import resolve_kernel
@@ -83,6 +84,11 @@ def observe(fn: Callable[[Program, OpNode, list], None]):
         yield fn
     finally:
         _observers.remove(fn)
+
+
+def _watched() -> bool:
+    """Whether each node of a run is to be seen: an observer, a profiler or the memory count is on."""
+    return bool(_observers or _profiling.recorders or _profiling.TENSOR_MEMORY.on)
 
 
 def _version(t: Tensor) -> int:
@@ -416,7 +422,7 @@ class Executor:
         structure with new tensors (``stop_gradient=True``) for the computed values."""
         if self._steps is None:
             self._prepare()
-        if self._split and not _observers:  # a small batch (batch 1) is told apart at the cost of one shape read
+        if self._split and not _watched():  # a small batch (batch 1) is told apart at the cost of one shape read
             first = feeds[0]._data if isinstance(feeds[0], Tensor) else feeds[0]
             if getattr(first, "ndim", 0) and first.shape[0] >= 2 * SPLIT_MIN_ROWS:
                 parts = self._parts(feeds)
@@ -446,7 +452,7 @@ class Executor:
             self._prepare()
         if self.program.updates:  # state written back needs the tensors: the general path
             return [t._data for t in _tensors_of(self.run(list(arrays)))]
-        if self._split and not _observers and getattr(arrays[0], "ndim", 0) and \
+        if self._split and not _watched() and getattr(arrays[0], "ndim", 0) and \
                 arrays[0].shape[0] >= 2 * SPLIT_MIN_ROWS:  # a large batch in parts, as run() does
             parts = self._parts(arrays)
             if parts > 1:
@@ -463,7 +469,7 @@ class Executor:
         return [env[s].copy() if copy else env[s] for s, copy in self._flat_outputs]
 
     def _execute(self, bound, env: list) -> None:
-        if _observers:
+        if _watched():
             return self._execute_observed(bound, env)
         runs, nodes = bound
         pos = 0
@@ -479,7 +485,9 @@ class Executor:
 
     def _execute_observed(self, bound, env: list) -> None:
         runs, nodes = bound
+        recorders, memory = _profiling.recorders, _profiling.TENSOR_MEMORY.on
         for run, i in zip(runs, nodes):
+            start = _profiling.now_ns()
             try:
                 run(env)
             except OarError as exc:
@@ -489,6 +497,12 @@ class Executor:
                 raise self._explain(i, env, exc) from exc
             node = self.program.nodes[i]
             outputs = [env[self.slot[v]] for v in node.outputs]
+            if memory:
+                _profiling.track_outputs(outputs)
+            if recorders:
+                end = _profiling.now_ns()
+                for recorder in recorders:
+                    recorder.program_node(self.program, i, node, start, end)
             for fn in list(_observers):
                 fn(self.program, node, outputs)
 

@@ -18,6 +18,7 @@ from oar._engine.device import current_device
 from oar._engine.device import place_backend as _place_backend
 from oar._engine.memory import allocation_error
 from oar._engine.op import Op
+from oar._engine.profiling import TENSOR_MEMORY
 from oar._engine.registries import BACKENDS
 from oar._engine.tensor import Tensor
 from oar._ops._common import TensorMeta, as_tensor, dispatch
@@ -39,6 +40,8 @@ def _make(array: np.ndarray, place=None, stop_gradient: bool = True) -> Tensor:
     backend = _place_backend(place) or current_device()
     if backend != "cpu":
         array = BACKENDS.get(backend).from_numpy(array)
+    elif TENSOR_MEMORY.on:  # oar.device's memory statistics count what creation functions make
+        TENSOR_MEMORY.track(array)
     return Tensor._wrap(array, backend, stop_gradient, None, 0, None)
 
 

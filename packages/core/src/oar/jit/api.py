@@ -36,7 +36,7 @@ import numpy as np
 
 from oar._engine import eager as _eager
 from oar._engine.device import current_device
-from oar._engine.dispatch import _mode_stack, capture_keys
+from oar._engine.dispatch import _mode_stack, capture_keys, observers_only
 from oar._engine.tensor import Tensor
 from oar._graph.executor import Executor
 from oar._graph.passes import optimize
@@ -219,7 +219,7 @@ class Capture:
         return self._training
 
     def needs_autograd(self, feeds) -> bool:
-        if len(_mode_stack) > 1:  # autocast or another mode must see every op
+        if len(_mode_stack) > 1 and not observers_only():  # autocast or another mode must see every op
             return True
         if not _eager.grad_enabled:
             return False
@@ -230,7 +230,7 @@ class Capture:
             executor = self._infer if self._infer is not None else self.inference_executor
             return executor.run(feeds)
         if self.needs_autograd(feeds):
-            if len(_mode_stack) == 1:  # the backward derived into the program (oar._graph.static_backward)
+            if len(_mode_stack) == 1 or observers_only():  # the backward derived into the program (static_backward)
                 plan = self.training_programs.plan_for(feeds)
                 if plan is not None:
                     return plan.run(feeds)

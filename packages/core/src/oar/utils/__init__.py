@@ -10,6 +10,8 @@
   program's first op uses, so that registering imports none of its machinery.
 - ``public_dir(namespace, subpackages)``: the ``__dir__`` of a package that lists its public API
   only, not the modules its imports bind on the way or ``annotations``.
+- ``run_check()``: train a tiny model on every available device and say whether oar works, as
+  ``paddle.utils.run_check()`` (``python -m oar doctor`` reports the rest of an install).
 
 >>> import os, tempfile
 >>> from oar.utils import atomic_file
@@ -28,6 +30,7 @@ from collections.abc import Callable, Iterable
 
 from oar._engine.serialization import atomic_file as atomic_file
 from oar.utils.convert_paddle import convert_paddle as convert_paddle
+from oar.utils.install_check import run_check as run_check
 
 
 def lazy_exports(namespace: dict, exports: dict[str, list[str]]) -> tuple[Callable, Callable]:
@@ -96,4 +99,4 @@ def public_dir(namespace: dict, subpackages: Iterable[str] = (), hide: Iterable[
     return __dir__
 
 
-__all__ = ["atomic_file", "convert_paddle", "lazy_exports", "public_dir"]
+__all__ = ["atomic_file", "convert_paddle", "lazy_exports", "public_dir", "run_check"]

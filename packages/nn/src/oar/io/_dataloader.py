@@ -35,6 +35,7 @@ from oar.io._dataset import IterableDataset
 from oar.io._sampler import BatchSampler, RandomSampler, SequenceSampler
 from oar.io._worker import Exhausted, Fetcher, FetchError, WorkerConfig, rebuild, worker_loop
 from oar.ops import NP_TO_DTYPE, Tensor, place_backend
+from oar.profiler import RECORDERS, RecordEvent, TracerEventType
 
 _JOIN_SECONDS = 2.0  # how long a stopping worker may take to leave before it is terminated
 
@@ -208,7 +209,17 @@ def _leaves(batch) -> list:
     return [batch] if isinstance(batch, Tensor) else []
 
 
-class _SingleProcessIter:
+class _ProfiledNext:
+    """Each wait for a batch is a ``Dataloader`` span while a profiler records (``oar.profiler``)."""
+
+    def __next__(self):
+        if not RECORDERS:
+            return self._next()
+        with RecordEvent("DataLoader.next", TracerEventType.Dataloader):
+            return self._next()
+
+
+class _SingleProcessIter(_ProfiledNext):
     """``num_workers=0``: each batch is loaded in the calling thread when it is asked for, so
     random augmentations draw from the global generators in a reproducible order."""
 
@@ -226,7 +237,7 @@ class _SingleProcessIter:
     def __iter__(self):
         return self
 
-    def __next__(self):
+    def _next(self):
         if self._done:
             raise StopIteration
         try:
@@ -376,7 +387,7 @@ class _WorkerPool:
             shm.sweep(self.shm_prefix)  # blocks of workers stopped mid-batch
 
 
-class _MultiProcessIter:
+class _MultiProcessIter(_ProfiledNext):
     """``num_workers > 0``: batches computed by worker processes, delivered in order."""
 
     def __init__(self, loader: DataLoader):
@@ -464,7 +475,7 @@ class _MultiProcessIter:
     def __iter__(self):
         return self
 
-    def __next__(self):
+    def _next(self):
         if self._done or self._pool.closed:
             raise StopIteration
         try:

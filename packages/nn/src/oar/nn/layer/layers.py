@@ -15,6 +15,7 @@ from oar.nn.initializer import global_initializer, set_global_initializer  # noq
 from oar.nn.param_attr import ParamAttr
 from oar.nn.parameter import Parameter
 from oar.ops import Tensor, default_float, get_backend, get_dtype
+from oar.profiler import RECORDERS, RecordEvent, TracerEventType
 
 # Paddle's unique names: ``linear_0`` for layers, ``linear_0.w_0`` / ``linear_0.b_0`` for parameters.
 _name_counters: dict[str, itertools.count] = collections.defaultdict(itertools.count)
@@ -101,6 +102,10 @@ class Layer:
         raise NotImplementedError(f"{type(self).__name__} must implement forward()")
 
     def __call__(self, *inputs, **kwargs):
+        span = None
+        if RECORDERS:  # a profiler records: this forward is a span named after the layer
+            span = RecordEvent(self.full_name(), TracerEventType.Forward)
+            span.begin()
         if self._forward_pre_hooks:  # (the common call has no hooks: no list copies for it)
             for hook in list(self._forward_pre_hooks.values()):
                 result = hook(self, inputs)
@@ -112,6 +117,8 @@ class Layer:
                 result = hook(self, inputs, outputs)
                 if result is not None:
                     outputs = result
+        if span is not None:
+            span.end()
         return outputs
 
     def register_forward_pre_hook(self, hook: Callable) -> HookRemoveHelper:
