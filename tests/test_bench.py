@@ -17,7 +17,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 BENCH = REPO / "bench"
-WORKLOADS = ["W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8"]
+WORKLOADS = ["W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W12"]  # W12: oar only, in the main table
 HEADER = ["workload", "case", "unit", "oar", "torch", "paddle", "onnxruntime", "oar/torch", "oar/paddle",
           "oar/onnxruntime"]
 
@@ -54,7 +54,11 @@ def test_the_oar_part_of_the_suite_prints_every_workload_and_appends_dated_secti
     header = table_rows(result.stdout, "workload")[0]
     assert header == HEADER
     rows = [row for row in table_rows(result.stdout, "W") if len(row) == len(HEADER)]  # not the targets
-    assert sorted({row[0] for row in rows}) == WORKLOADS
+    assert sorted({row[0] for row in rows}) == sorted(WORKLOADS)
+    w12 = {row[1]: row for row in rows if row[0] == "W12"}  # the data-parallel MLP, when oar-distributed is installed
+    if importlib.util.find_spec("oar.distributed") is not None and importlib.util.find_spec("mpi4py") is not None:
+        assert any(case.startswith("2 ranks / 1 process") for case in w12), w12
+        assert sum("all_reduce" in case for case in w12) == 4, w12
     for row in rows:
         workload, case, oar = row[0], row[1], row[3]
         if workload == "W6" and "graph" in case:  # oar.jit.to_static, where oar has it

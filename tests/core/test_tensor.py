@@ -347,3 +347,24 @@ def test_keep_freed_memory_respects_the_users_malloc_settings_and_opt_out():
     assert keep_freed_memory({"MALLOC_TRIM_THRESHOLD_": "0"}) is False
     assert keep_freed_memory({"GLIBC_TUNABLES": "glibc.malloc.trim_threshold=0"}) is False
     assert keep_freed_memory({}) in (True, False)  # True on glibc; elsewhere a no-op
+
+
+def test_from_numpy_shares_memory_both_ways():
+    array = np.arange(6, dtype=np.float32)
+    t = oar.from_numpy(array)
+    assert t.dtype == oar.float32 and t.shape == [6] and t.stop_gradient
+    array[0] = 10.0
+    assert t.tolist()[0] == 10.0  # the array's writes are the tensor's
+    t.add_(oar.ones([6]))
+    assert array.tolist() == [11.0, 2.0, 3.0, 4.0, 5.0, 6.0]  # and the tensor's in-place writes the array's
+    part = array[2:5]  # a view of another array's memory
+    view = oar.from_numpy(part)
+    view.set_value(np.zeros(3, np.float32))
+    assert array.tolist() == [11.0, 2.0, 0.0, 0.0, 0.0, 6.0]
+
+
+def test_from_numpy_refuses_what_is_not_an_array_of_a_known_dtype():
+    with pytest.raises(ValueError, match="expected a numpy.ndarray, got list"):
+        oar.from_numpy([1.0, 2.0])
+    with pytest.raises(TypeError, match="dtype complex64"):
+        oar.from_numpy(np.zeros(2, np.complex64))

@@ -17,6 +17,7 @@ import oar
 # A short run: 160 digits (5 batches of 32), one epoch, no progress lines.
 QUICK = ["data.limit=160", "trainer.epochs=1", "trainer.verbose=0"]
 AMP_INSTALLED = importlib.util.find_spec("oar.amp") is not None
+DISTRIBUTED_INSTALLED = importlib.util.find_spec("oar.distributed") is not None
 
 
 def test_a_short_run_fills_its_directory(oar_run):
@@ -111,6 +112,8 @@ def test_resume_continues_the_same_trajectory(oar_run, tmp_path):
     # With oar-amp, amp has options and Hydra names the unknown one; without, oar-run names the package.
     ("amp=fp16", "Could not find 'amp/fp16'", 1) if AMP_INSTALLED else
     ("amp=fp16", "oar-run: error: amp=fp16: the config group 'amp' comes with oar-amp, which is not installed", 2),
+    # With oar-distributed, strategy has options (dp) and Hydra names the unknown one.
+    ("strategy=ddp", "Could not find 'strategy/ddp'", 1) if DISTRIBUTED_INSTALLED else
     ("strategy=ddp", "pip install oar-distributed", 2),
     ("trainer.resume=nowhere", "has no checkpoints/latest.json", 2),
     ("trainer.device=gpu", "oar-run: error: trainer.device='gpu': set_device: no backend 'gpu' is installed", 2),

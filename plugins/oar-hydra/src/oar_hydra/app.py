@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import logging
+import os
 import re
 import sys
 from pathlib import Path
@@ -43,13 +44,14 @@ def check_overrides(overrides: list[str]) -> None:
     ``slim``, ``export``, ``serve``) that no installed package registered, naming the package
     that provides it. Call after ``register_configs``.
 
+    Without oar-distributed, ``strategy=dp`` raises: "strategy=dp: the config group 'strategy'
+    comes with oar-distributed, which is not installed (...): pip install oar-distributed". An
+    override of oar-hydra's own groups is never refused:
+
     >>> from oar_hydra.app import check_overrides
     >>> from oar_hydra.schema import register_configs
     >>> _ = register_configs()
-    >>> check_overrides(["strategy=ddp"])  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    ...
-    oar_hydra.app.MissingPackageError: strategy=ddp: the config group 'strategy' comes with oar-distributed, which is not installed...
+    >>> check_overrides(["trainer.epochs=2", "model=mlp"])
     """
     for override in overrides:
         match = _GROUP_OVERRIDE.match(override)
@@ -92,8 +94,16 @@ def _task(cfg: DictConfig) -> dict:
     return metrics
 
 
+# What a rank other than 0 of a job (strategy=dp) adds to its command line: rank 0 alone writes the
+# run directory, so the others keep Hydra's records and log file out of it (their output goes to
+# the launcher's workerlog.<rank>).
+QUIET_RANK_OVERRIDES = ("hydra.output_subdir=null", "hydra/job_logging=stdout")
+
+
 def main() -> None:
     """The ``oar-run`` console script: Hydra's command line (``oar-run --help``)."""
+    if os.environ.get("PADDLE_TRAINER_ID", "0") not in ("", "0"):
+        sys.argv.extend(QUIET_RANK_OVERRIDES)
     register_configs()
     try:
         check_overrides([arg for arg in sys.argv[1:] if not arg.startswith("-")])

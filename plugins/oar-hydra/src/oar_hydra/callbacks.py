@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import shutil
 from pathlib import Path
 
@@ -89,6 +90,8 @@ class RunCheckpoint(Callback):
         if self._pending is None:
             return
         done, self._pending = self._pending, None
+        if os.environ.get("PADDLE_TRAINER_ID", "0") != "0":
+            return  # in a job of several ranks, rank 0 writes the checkpoint; the ranks' states are alike
         target = self.dir / f"epoch_{done}"
         self.model.save(target / "model")
         oar.save({"epochs_done": done, "train_steps": self.train_steps, "rng": oar.get_rng_state()[0],

@@ -12,6 +12,11 @@ The run directory (Hydra's output directory) holds::
     metrics.json                        the final metrics, the per-epoch history and the settings (amp too)
     tensorboard/events.out.tfevents.*   TensorBoard logs (tensorboard --logdir <run dir>)
     curves.png                          loss and accuracy per epoch, train and test
+    ranks/workerlog.<rank>              with a strategy of several processes (strategy=dp): each rank's output
+
+With such a strategy, a plain ``oar-run`` starts the ranks through the strategy's launcher
+(``_launch_ranks``: this same job, with ``hydra.run.dir`` pinned to this run directory) and waits;
+every rank trains its share, and rank 0 alone writes the run directory.
 """
 
 from __future__ import annotations
@@ -21,6 +26,8 @@ import importlib.util
 import io
 import json
 import logging
+import os
+import subprocess
 import sys
 import time
 import warnings
@@ -115,6 +122,43 @@ def _resume_config(cfg: DictConfig) -> tuple[DictConfig, Path, dict]:
 def _chosen(node) -> bool:
     """Whether a contributed group (amp, strategy, slim, export, serve) has an option that does something."""
     return node is not None and bool(node.get("_target_"))
+
+
+def _rank() -> int:
+    """This process's rank in a job that a launcher started (0 otherwise): only rank 0 writes."""
+    try:
+        return int(os.environ.get("PADDLE_TRAINER_ID", "0"))
+    except ValueError:
+        return 0
+
+
+def _launch_ranks(cfg: DictConfig, run_dir: Path) -> dict | None:
+    """With a strategy that runs as several processes (``strategy=dp``: its ``needs_launch`` says
+    so in a plain process), run this job as the strategy's ranks -- the same overrides, the run
+    directory pinned to ``run_dir`` so that rank 0 writes here -- wait for them, and return the
+    metrics rank 0 wrote. None where no launch is needed (a strategy without ``needs_launch``,
+    or this process is a rank already)."""
+    if not _chosen(cfg.strategy):
+        return None
+    strategy = instantiate(cfg.strategy)
+    if not getattr(strategy, "needs_launch", lambda: False)():
+        return None
+    if _chosen(cfg.slim):
+        raise ConfigValueError("slim: compressing a model trained with a strategy of several processes is not "
+                               "supported yet; train with strategy=dp, then compress the saved model in a run "
+                               "without a strategy")
+    overrides = list(HydraConfig.get().overrides.task) if HydraConfig.initialized() else []
+    script = importlib.util.find_spec("oar_hydra.__main__").origin  # oar-run itself, as a script every rank runs
+    command = strategy.launch_command(script, [*overrides, f"hydra.run.dir='{run_dir}'"], log_dir=run_dir / "ranks")
+    log.info("strategy: running this job as %d ranks: %s", strategy.nproc_per_node, " ".join(command))
+    for handler in logging.getLogger().handlers:  # rank 0 appends to the same log file
+        handler.flush()
+    done = subprocess.run(command, check=False)
+    if done.returncode != 0:
+        log.error("the ranks failed (exit status %d); their logs are in %s", done.returncode, run_dir / "ranks")
+        raise SystemExit(done.returncode)
+    record = json.loads((run_dir / "metrics.json").read_text(encoding="utf-8"))
+    return {key: record.get(key) for key in ("test_accuracy", "test_loss", "train_accuracy", "train_loss", "epochs")}
 
 
 def _build_data(cfg: DictConfig) -> DataSplits:
@@ -323,12 +367,17 @@ def run(cfg: DictConfig, run_dir: Path) -> dict:
     if cfg.trainer.resume:
         cfg, resume_from, choices = _resume_config(cfg)  # the original run's choices, not this command's
     validate(cfg)
+    launched = _launch_ranks(cfg, run_dir)
+    if launched is not None:
+        return launched
     trainer = cfg.trainer
     try:
         oar.set_device(trainer.device)
     except oar.errors.DeviceError as exc:
         raise ConfigValueError(f"trainer.device={trainer.device!r}: {exc}") from None
-    write_atomic(run_dir / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
+    writer = _rank() == 0  # in a job of several ranks, rank 0 alone writes the run directory
+    if writer:
+        write_atomic(run_dir / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
     start = time.perf_counter()
 
     oar.seed(trainer.seed)
@@ -337,14 +386,17 @@ def run(cfg: DictConfig, run_dir: Path) -> dict:
     name = type(network).__name__.lower()  # the files' names: lenet.pdparams, inference/lenet.json
     log.info("oar %s: %s on %s (%d training, %d evaluation samples), %d epochs; output in %s", oar.__version__,
              type(network).__name__, cfg.data._target_, len(data.train), len(data.eval), trainer.epochs, run_dir)
-    if _chosen(cfg.strategy):  # e.g. data parallelism: the strategy wraps the network
-        network = instantiate(cfg.strategy)(network)
+    trained = network
+    if _chosen(cfg.strategy):  # e.g. data parallelism: the strategy wraps the network (export takes it unwrapped)
+        trained = instantiate(cfg.strategy)(network)
 
+    # Across ranks each loads its share; one process loads everything. oar.Model gathers the shares'
+    # outputs for the metrics, so the evaluation is of the whole test set either way.
     sampler = DistributedBatchSampler(data.train, batch_size=trainer.batch_size, shuffle=True)
     train_loader = DataLoader(data.train, batch_sampler=sampler, num_workers=trainer.num_workers, return_list=True)
-    eval_loader = DataLoader(data.eval, batch_size=trainer.eval_batch_size, num_workers=trainer.num_workers,
-                             return_list=True)
-    model = oar.Model(network)
+    eval_sampler = DistributedBatchSampler(data.eval, batch_size=trainer.eval_batch_size)
+    eval_loader = DataLoader(data.eval, batch_sampler=eval_sampler, num_workers=trainer.num_workers, return_list=True)
+    model = oar.Model(trained)
     optimizer = _build_optimizer(cfg, model.parameters(), trainer.epochs, len(train_loader))
     amp_configs, amp_record = _amp_record(cfg, choices)
     model.prepare(optimizer, oar.nn.CrossEntropyLoss(), oar.metric.Accuracy(), amp_configs=amp_configs)
@@ -376,6 +428,8 @@ def run(cfg: DictConfig, run_dir: Path) -> dict:
             log.info("the checkpoint already holds all %d epochs; evaluating it", trainer.epochs)
         result = model.evaluate(eval_loader, verbose=0)
     model.save(run_dir / name)
+    if not writer:  # the other ranks' results are rank 0's (the metrics are reduced across the ranks)
+        return {"test_accuracy": float(result["acc"]), "test_loss": float(result["loss"][0])}
 
     final = history.records[-1] if history.records else {}
     metrics = {
@@ -409,6 +463,7 @@ def run(cfg: DictConfig, run_dir: Path) -> dict:
         "choices": {k: v for k, v in choices.items() if not k.startswith("hydra")},
         "overrides": list(HydraConfig.get().overrides.task) if HydraConfig.initialized() else [],
         "resumed_from": str(resume_from) if resume_from else None,
+        "ranks": int(os.environ.get("PADDLE_TRAINERS_NUM") or 1),  # processes that trained (strategy=dp: several)
         "history": history.records,
     }
     write_atomic(run_dir / "metrics.json", json.dumps(record, indent=2) + "\n")

@@ -75,6 +75,10 @@ class Backend(Protocol):
         """For each rank of ``call``'s group: None if it arrived at ``call``, else where it is
         (its last collective), or "unknown" where this process cannot see it."""
 
+    def all_arrived(self, call: Call) -> bool:
+        """Whether every rank of ``call``'s group that this process can see has started ``call``
+        (cheap: the waiting loop asks it often)."""
+
 
 class _Done:
     """The Work of an operation that finished when it started."""
@@ -146,3 +150,6 @@ class SingleProcessBackend:
 
     def arrivals(self, call):
         return {0: None}
+
+    def all_arrived(self, call):
+        return True

@@ -31,7 +31,8 @@ from oar.distributed._env import launched_with_mpi
 from oar.errors import ArgumentError, OarError, ShapeError
 
 DEFAULT_TIMEOUT = 300.0  # seconds: long enough for a slow first step, short enough to beat a silent hang
-_SPIN_POLLS = 4096  # tests before a waiting rank starts to sleep between them (MPI progresses in tests)
+_SPIN_SECONDS = 0.005  # how long a waiting rank polls without sleeping before it checks who has arrived
+_yield = getattr(os, "sched_yield", lambda: time.sleep(0))
 
 
 class CollectiveTimeoutError(OarError, TimeoutError):
@@ -308,22 +309,28 @@ class Task:
         if self._done:
             return True
         seconds = self._group.timeout if timeout is None else _seconds(timeout)
-        work = self._work
+        work, backend, call = self._work, _state().backend, self._call
+        start = time.monotonic()
+        deadline = start + seconds
         polls = 0
         pause = 0.0
-        deadline = time.monotonic() + seconds
         while not work.test():
             polls += 1
-            if polls < _SPIN_POLLS:
-                if polls & 255 == 0 and time.monotonic() > deadline:
-                    self._timed_out(seconds)
+            if polls & 63:
                 continue
-            # A long wait (another rank is still computing): sleep, so that ranks sharing cores
-            # are not slowed by this one's polling, waking often enough to keep latency low.
-            pause = min(pause * 2 or 5e-5, 1e-3)
-            time.sleep(pause)
-            if time.monotonic() > deadline:
+            now = time.monotonic()
+            if now > deadline:
                 self._timed_out(seconds)
+            # MPI moves a transfer forward only inside its calls: while every rank is in this
+            # collective, keep polling (yielding the core now and then, for ranks sharing cores).
+            # While some rank is still computing, sleep between polls instead of burning a core
+            # the other rank may need.
+            if now - start < _SPIN_SECONDS or backend.all_arrived(call):
+                pause = 0.0
+                _yield()
+            else:
+                pause = min(pause * 2 or 5e-5, 1e-3)
+                time.sleep(pause)
         self._complete()
         return True
 

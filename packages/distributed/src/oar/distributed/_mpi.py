@@ -147,6 +147,16 @@ class MPIBackend:
     def leave(self, call: Call) -> None:
         self._own_numbers[2] = _IDLE
 
+    def all_arrived(self, call: Call) -> bool:
+        for rank in call.group_ranks:
+            row = self._host_row.get(rank)
+            if row is None:
+                continue  # on another host: cannot see it, so do not hold up the transfer
+            group_key, seq = self._table[row, :16].view(np.int64)
+            if group_key != call.group_key or seq < call.seq:
+                return False
+        return True
+
     def arrivals(self, call: Call) -> dict[int, str | None]:
         report: dict[int, str | None] = {}
         for rank in call.group_ranks:

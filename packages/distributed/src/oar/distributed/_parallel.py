@@ -6,7 +6,9 @@ trainable parameter's gradient is written into a *bucket* (a flat buffer of abou
 ``comm_buffer_size`` MB) as soon as it is complete -- core calls the parameter's post-accumulate
 hook then -- and a full bucket starts its all-reduce at once, while the rest of the backward runs.
 Buckets start in one fixed order on every rank (a bucket waits for those before it), so the ranks'
-collectives always match. When the backward ends (``oar.autograd.queue_callback``) every bucket
+collectives always match. After the first step each parameter's ``.grad`` *is* its segment of
+the bucket (a tensor over that memory, ``oar.from_numpy``): backward accumulates into the bucket
+and the mean is computed where it was reduced, so a step copies no gradient in or out. When the backward ends (``oar.autograd.queue_callback``) every bucket
 has been reduced, and each gradient is the mean over the ranks: a step then moves every rank's
 parameters alike, as one process would on the global batch with a mean-reduced loss.
 
@@ -54,6 +56,10 @@ class _Bucket:
         # so after the sum a parameter no rank used is recognised (and keeps grad None).
         self.buffer = np.zeros(offset + (len(params) if with_flags else 0), dtype)
         self.with_flags = with_flags
+        # Each parameter's gradient as a tensor over its segment: once a parameter's .grad is
+        # this tensor, backward accumulates straight into the bucket and the mean lands in .grad
+        # where it was reduced -- no copy in, no copy out.
+        self.views = [oar.from_numpy(self.segment(i).reshape(p.shape)) for i, p in enumerate(params)]
         self.pending = len(params)
         self.filled: set[int] = set()
         self.task = None
@@ -189,7 +195,8 @@ class DataParallel(nn.Layer):
         bucket, i = self._place[id(param)]
         if i in bucket.filled:
             return  # a second gradient for it in this backward: it is accumulated in .grad already
-        bucket.segment(i)[...] = param.grad.numpy(copy=False).reshape(-1)
+        if param.grad is not bucket.views[i]:  # a .grad of its own (the first step, or set by the user)
+            bucket.segment(i)[...] = param.grad.numpy(copy=False).reshape(-1)
         bucket.filled.add(i)
         bucket.pending -= 1
         self._start_ready_buckets()
@@ -202,10 +209,10 @@ class DataParallel(nn.Layer):
             self._next_bucket += 1
 
     def _start(self, bucket: _Bucket) -> None:
-        if bucket.with_flags:
+        if bucket.with_flags:  # 1 where this rank has a gradient for the parameter
             flags = bucket.buffer[bucket.numel:]
-            flags[...] = 0
-            flags[list(bucket.filled)] = 1
+            for i, p in enumerate(bucket.params):
+                flags[i] = 1 if i in bucket.filled or p.grad is not None else 0
         details = {"bucket": bucket.index, "numel": int(bucket.buffer.size), "dtype": str(bucket.buffer.dtype)}
         group = self._group
         buffer = bucket.buffer
@@ -219,26 +226,24 @@ class DataParallel(nn.Layer):
         for bucket in self._buckets[self._next_bucket:]:
             for i, p in enumerate(bucket.params):
                 if i not in bucket.filled:
-                    bucket.segment(i)[...] = 0  # no gradient here: send zeros, so no other rank waits forever
+                    # No gradient in this backward: send what .grad holds (an earlier step's, when
+                    # gradients accumulate) or zeros -- either way no other rank waits forever.
                     missing.append(p)
+                    if p.grad is None:
+                        bucket.segment(i)[...] = 0
+                    elif p.grad is not bucket.views[i]:
+                        bucket.segment(i)[...] = p.grad.numpy(copy=False).reshape(-1)
             bucket.pending = 0
         self._start_ready_buckets()
-        n = self._group.nranks
         for bucket in self._buckets:
             bucket.task.wait()
-            buffer = bucket.buffer
+            sums = bucket.buffer[:bucket.numel]
+            np.multiply(sums, 1.0 / self._group.nranks, out=sums, casting="unsafe")  # the mean, in place
             for i, p in enumerate(bucket.params):
-                used = True
-                if bucket.with_flags:
-                    used = buffer[bucket.numel + i] > 0
-                if not used:
-                    continue
-                mean = bucket.segment(i).reshape(p.shape) / n if n > 1 else bucket.segment(i).reshape(p.shape)
-                mean = mean.astype(buffer.dtype, copy=False)
-                if p.grad is None:
-                    p.grad = oar.to_tensor(mean)
-                else:
-                    p.grad.set_value(mean)
+                if bucket.with_flags and bucket.buffer[bucket.numel + i] == 0:
+                    continue  # no rank has a gradient for it: .grad stays None
+                if p.grad is not bucket.views[i]:
+                    p.grad = bucket.views[i]
             bucket.reset()
         self._next_bucket = 0
         if missing and not self.find_unused_parameters:

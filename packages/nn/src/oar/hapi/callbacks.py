@@ -458,7 +458,7 @@ class EarlyStopping(Callback):
             self.model.stop_training = True
             if self.save_best_model and self.best_weights is not None:
                 self.model.network.set_state_dict(self.best_weights)
-            if self.verbose > 0:
+            if self.verbose > 0 and _local_rank() == 0:
                 print(f"Epoch {self.stopped_epoch + 1}: Early stopping.", flush=True)
                 if self.save_best_model and self.best_weights is not None:
                     print(f"Restored the weights of evaluation {self.best_epoch + 1} "

@@ -31,6 +31,21 @@ through a ``GradScaler`` whose state ``save``/``load`` keep in ``path.pdscaler``
   computes it after the block;
 - ``eval_batch``, ``predict_batch`` and ``save(path, training=False)`` run the network in the same
   block (Paddle's run it outside, where an O2 network's low-precision weights meet float32 inputs).
+
+Across ranks (a job that ``python -m oar.distributed.launch`` started, ``PADDLE_TRAINERS_NUM`` > 1),
+as Paddle's dynamic-graph Model: ``prepare`` wraps the network in ``oar.DataParallel`` (unless it is
+one already), so every backward averages the gradients over the ranks; a Dataset is batched by a
+``DistributedBatchSampler``, which gives each rank its own share and reshuffles every pass with the
+same seed on every rank. In a pass of ``fit`` or ``evaluate`` over data such a sampler shards, each
+batch's outputs and labels are gathered from every rank before the metrics see them, less the
+samples the sampler repeated to pad its last round, so the metrics are those of the whole data and
+the same on every rank (so are the decisions of ``EarlyStopping`` and ``ReduceLROnPlateau``); the
+loss of a training batch is the mean over the ranks, and ``evaluate``'s loss is computed on the
+gathered outputs, so that ``evaluate`` returns what one process would on the same data. Only rank
+0 prints and saves (``save`` on the others does nothing; call ``oar.distributed.barrier()`` before
+other ranks ``load`` what rank 0 saved). The ranks need oar-distributed, imported only then:
+oar-nn installs and runs without it. ``train_batch``, ``eval_batch`` and ``predict_batch`` called
+directly work on this rank's batch alone.
 """
 
 from __future__ import annotations
@@ -50,6 +65,7 @@ import oar
 from oar.errors import ArgumentError, OarError
 from oar.hapi.callbacks import EarlyStopping, ReduceLROnPlateau, _local_rank, config_callbacks
 from oar.hapi.summary import summary as _summary
+from oar.io import DataLoader, Dataset, DistributedBatchSampler, IterableDataset
 from oar.nn.layer.layers import Layer
 from oar.ops import Tensor
 
@@ -230,6 +246,60 @@ def _amp_module():
         ) from None
 
 
+def _trainers_num() -> int:
+    """How many ranks the job has, as the launcher's environment says (1 without one)."""
+    try:
+        return max(int(os.environ.get("PADDLE_TRAINERS_NUM", "1")), 1)
+    except ValueError:
+        return 1
+
+
+def _distributed_module():
+    """``oar.distributed``. Imported only in a job of several ranks, not with oar.hapi: oar-distributed
+    depends on oar-nn, and oar-nn installs and runs without it."""
+    try:
+        return importlib.import_module("oar.distributed")
+    except ModuleNotFoundError as exc:
+        if exc.name not in ("oar.distributed", "oar"):
+            raise
+        raise FeatureUnavailableError(
+            f"Model: this process is one of {_trainers_num()} ranks (PADDLE_TRAINERS_NUM), and training across "
+            "ranks needs the oar-distributed package (oar.distributed: DataParallel and the collectives), which is "
+            "not installed. From a clone of oar's repository: pip install ./packages/distributed"
+        ) from None
+
+
+class _ShardedPass:
+    """One pass of ``fit`` or ``evaluate`` over data that a ``DistributedBatchSampler`` shards over
+    the ranks. ``gather`` concatenates a batch's tensors of every rank in rank order -- the order
+    of the sampler's padded list of indices, whose last entries repeat the first to pad its last
+    round -- and drops those repeats once the pass has seen ``total`` samples, so the metrics
+    count every sample once."""
+
+    def __init__(self, dist, total: int):
+        self.dist = dist
+        self.remaining = total
+        self.batch_size = 0  # the samples of the last gathered batch, over all ranks
+
+    def gather(self, tensors: list) -> list:
+        gathered = []
+        for tensor in tensors:
+            parts: list = []
+            self.dist.all_gather(parts, tensor.detach())
+            gathered.append(oar.concat(parts, axis=0))
+        total = int(gathered[0].shape[0]) if gathered and gathered[0].ndim else 0
+        keep = min(total, self.remaining)
+        self.remaining -= keep
+        self.batch_size = keep
+        return gathered if keep == total else [t[:keep] for t in gathered]
+
+    def mean(self, values: list) -> list:
+        """The mean over the ranks of each (scalar) value."""
+        stacked = oar.to_tensor(np.array([float(np.mean(v)) for v in values], np.float64))
+        self.dist.all_reduce(stacked, op=self.dist.ReduceOp.AVG)
+        return [np.asarray(v, np.float32) for v in stacked.numpy()]
+
+
 class Model:
     """A network with training, evaluation, prediction and checkpoints, as ``paddle.Model``.
 
@@ -269,6 +339,8 @@ class Model:
         self._pass_steps = 0
         self._auto_cast = None  # oar.amp.auto_cast, with oar-amp and AMP asked for
         self._scaler = None  # the GradScaler of float16 training
+        self._parallel = None  # the oar.DataParallel that trains the network in a job of several ranks
+        self._pass: _ShardedPass | None = None  # while fit or evaluate runs over data sharded over the ranks
         self.stop_training = False
 
     # -- configuration -------------------------------------------------------------------------
@@ -312,6 +384,18 @@ class Model:
         self._loss = loss
         self._metrics = metrics
         self._auto_cast, self._scaler = auto_cast, scaler
+        if _trainers_num() > 1:
+            self._wrap_data_parallel()
+
+    def _wrap_data_parallel(self) -> None:
+        """Train through ``oar.DataParallel`` across the ranks. After AMP's ``decorate``: it groups
+        gradients in buckets by the parameters' dtype when it wraps."""
+        dist = _distributed_module()
+        dist.init_parallel_env()
+        if isinstance(self.network, dist.DataParallel):
+            self._parallel = self.network  # wrapped by the caller, with its own options
+        elif self._parallel is None or self._parallel._layers is not self.network:
+            self._parallel = dist.DataParallel(self.network)
 
     def auto_cast(self):
         """The ``oar.amp.auto_cast`` block that ``prepare``'s ``amp_configs`` set, in which the
@@ -394,8 +478,9 @@ class Model:
         inputs = [_as_tensor(x) for x in _to_list(inputs)]
         labels = [_as_tensor(y) for y in _to_list(labels)]
         self._record_inputs(inputs)
+        network = self.network if self._parallel is None else self._parallel
         with self.auto_cast():
-            outputs = _to_list(self.network(*inputs))
+            outputs = _to_list(network(*inputs))
             losses = self._losses(outputs, labels, "train_batch")
         final_loss = losses[0]
         for extra in losses[1:]:
@@ -403,9 +488,17 @@ class Model:
         (final_loss if self._scaler is None else self._scaler.scale(final_loss)).backward()
         if update:
             self._step()
-        metrics = self._update_metrics(outputs, labels)
         values = [loss.detach().numpy() for loss in losses]
+        if self._pass is not None:
+            outputs, labels = self._gather(outputs, labels)
+            values = self._pass.mean(values)
+        metrics = self._update_metrics(outputs, labels)
         return (values, metrics) if metrics else values
+
+    def _gather(self, outputs: list, labels: list) -> tuple[list, list]:
+        """Every rank's ``outputs`` and ``labels`` of this batch (``_ShardedPass.gather``)."""
+        gathered = self._pass.gather([*outputs, *labels])
+        return gathered[:len(outputs)], gathered[len(outputs):]
 
     def eval_batch(self, inputs, labels=None):
         """One evaluation step on a batch, without gradients: returns the losses (a list of numpy
@@ -419,6 +512,8 @@ class Model:
             self._record_inputs(inputs)
             with self.auto_cast():
                 outputs = _to_list(self.network(*inputs))
+                if self._pass is not None:  # the loss of the gathered batch: of each sample once, as one process
+                    outputs, labels = self._gather(outputs, labels)
                 losses = self._losses(outputs, labels, "eval_batch") if self._loss else []
             metrics = self._update_metrics(outputs, labels)
         values = [loss.numpy() for loss in losses]
@@ -441,8 +536,6 @@ class Model:
     def _loader(self, data, batch_size: int, shuffle: bool = False, drop_last: bool = False, num_workers: int = 0):
         """A Dataset becomes a DataLoader (over a DistributedBatchSampler, as Paddle); a DataLoader or
         any other iterable of batches is used as it is."""
-        from oar.io import DataLoader, Dataset, DistributedBatchSampler, IterableDataset
-
         if isinstance(data, IterableDataset):
             return DataLoader(data, batch_size=batch_size, drop_last=drop_last, num_workers=num_workers)
         if isinstance(data, Dataset):
@@ -467,7 +560,34 @@ class Model:
         The logs after each batch hold its loss and the metrics accumulated so far; the returned
         logs hold the mean loss over the pass's samples."""
         logs: dict = {}
-        outputs = []
+        outputs: list = []
+        self._pass = None if mode == "predict" else self._sharded_pass(loader)
+        try:
+            step, samples, loss_sums, pending_update = self._run_batches(
+                loader, callbacks, mode, max_steps, max_samples, logs, outputs)
+        finally:
+            self._pass = None
+        if pending_update:  # the last accumulated gradients of a pass that stopped between updates
+            self._step()
+        if loss_sums and samples:
+            logs["loss"] = [s / samples for s in loss_sums]
+        self._pass_steps = step + 1  # how many batches this pass ran
+        self._reset_metrics()
+        if mode == "predict":
+            return logs, outputs
+        return logs
+
+    def _sharded_pass(self, loader) -> _ShardedPass | None:
+        """A ``_ShardedPass`` when ``loader``'s batches are this rank's share of data sharded over
+        every rank of the job; None otherwise (each rank's metrics are then of its own data)."""
+        sampler = getattr(loader, "batch_sampler", None)
+        nranks = _trainers_num()
+        if nranks <= 1 or not isinstance(sampler, DistributedBatchSampler) or sampler.nranks != nranks:
+            return None
+        return _ShardedPass(_distributed_module(), len(sampler.dataset))
+
+    def _run_batches(self, loader, callbacks, mode: str, max_steps, max_samples, logs: dict, outputs: list):
+        """The batches of one pass: returns (last step, samples, loss sums, whether an update is pending)."""
         steps = self._len_data_loader(loader)
         loss_sums: list[float] = []
         samples = 0
@@ -494,6 +614,8 @@ class Model:
                     pending_update = not update
                 else:
                     outs = self.eval_batch(inputs, labels)
+                if self._pass is not None:
+                    batch_size = self._pass.batch_size  # every rank's samples of this batch
                 if self._loss:
                     losses = outs[0] if self._metrics else outs
                     values = [[float(np.mean(v)) for v in losses]]
@@ -513,15 +635,7 @@ class Model:
             callbacks.on_batch_end(mode, step, logs)
             if (max_steps is not None and step + 1 >= max_steps) or (max_samples is not None and samples >= max_samples):
                 break
-        if pending_update:  # the last accumulated gradients of a pass that stopped between updates
-            self._step()
-        if loss_sums and samples:
-            logs["loss"] = [s / samples for s in loss_sums]
-        self._pass_steps = step + 1  # how many batches this pass ran
-        self._reset_metrics()
-        if mode == "predict":
-            return logs, outputs
-        return logs
+        return step, samples, loss_sums, pending_update
 
     def fit(self, train_data=None, eval_data=None, batch_size=1, epochs: int = 1, eval_freq: int = 1,
             log_freq: int = 10, save_dir: str | None = None, save_freq: int = 1, verbose: int = 2,
