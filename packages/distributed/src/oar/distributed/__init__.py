@@ -21,7 +21,7 @@ one machine, several machines and what to do when a job hangs.
 (0, 1)
 """
 
-from oar.distributed import fleet
+from oar.distributed import fleet, launch
 from oar.distributed._backend import Backend, Call, SingleProcessBackend, Work
 from oar.distributed._checkpoint import load_state_dict, save_state_dict
 from oar.distributed._collective import (
@@ -65,6 +65,6 @@ __all__ = [
     "new_group", "get_group", "destroy_process_group", "Group", "ReduceOp", "Task",
     "all_reduce", "broadcast", "reduce", "all_gather", "all_gather_object", "gather", "scatter", "reduce_scatter",
     "alltoall", "send", "recv", "isend", "irecv", "barrier", "wait", "broadcast_object_list", "scatter_object_list",
-    "DataParallel", "fleet", "save_state_dict", "load_state_dict", "CollectiveTimeoutError", "CollectiveMismatchError",
+    "DataParallel", "fleet", "launch", "save_state_dict", "load_state_dict", "CollectiveTimeoutError", "CollectiveMismatchError",
     "Backend", "Work", "Call", "SingleProcessBackend",
 ]
