@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import oar
-from oar.distributed._checkpoint import load_state_dict, save_state_dict
+from oar.distributed import load_merged_state_dict, load_state_dict, save_state_dict
 from oar.errors import ArgumentError, SerializationError
 from oar.testing import TOLERANCES
 
@@ -118,6 +118,18 @@ def test_sharded_checkpoint_resumes_in_one_process_and_in_four_ranks(launch, tmp
     rtol, atol = TOLERANCES["float32"]
     for p in model.parameters():
         np.testing.assert_allclose(p.numpy(), expected[p.name].numpy(), rtol=rtol, atol=atol, err_msg=p.name)
+
+    # The same in one process from load_merged_state_dict: every shard merged, nothing to build first.
+    merged = load_merged_state_dict(str(ckpt))
+    model = make_model()
+    opt = make_adam(model.parameters())
+    model.set_state_dict(merged["model"])
+    opt.set_state_dict(merged["optimizer"])
+    for step in range(3, 6):
+        train_step(model, opt, step)
+    for p in model.parameters():
+        np.testing.assert_allclose(p.numpy(), expected[p.name].numpy(), rtol=rtol, atol=atol, err_msg=p.name)
+    assert sorted(load_merged_state_dict(str(ckpt), prefix="model")) == ["model"]
 
     job = launch(RESUME, nproc=4, args=(ckpt, reference), timeout=90).check()
     assert all("RESUMED" in job.log(rank) for rank in range(4))

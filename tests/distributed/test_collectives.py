@@ -45,6 +45,13 @@ x = oar.zeros([2, 3]); dist.reduce_scatter(x, [oar.to_tensor(base(r) + j) for j 
 got["reduce_scatter"] = x.numpy().tolist()
 out = []; dist.alltoall(out, [oar.to_tensor(base(r) * 100 + j) for j in range(n)])
 got["alltoall"] = [t.numpy().tolist() for t in out]
+x = oar.zeros([2 * n, 3])
+dist.alltoall_single(x, oar.to_tensor(np.concatenate([base(r) + 1000 * j for j in range(n)])))
+got["alltoall_single"] = x.numpy().tolist()
+if r == 0:
+    dist.send_object_list([{"to": n - 1}, "x"], dst=n - 1)
+elif r == n - 1:
+    lst = [None, None]; dist.recv_object_list(lst, src=0); got["recv_object_list"] = lst
 task = dist.all_reduce(oar.to_tensor(base(r)), sync_op=False)
 got["task"] = [task.wait(), task.is_completed()]
 if r == 0:
@@ -92,6 +99,9 @@ def expected(r: int, n: int) -> dict:
     want["scatter"] = base(10 + r)
     want["reduce_scatter"] = np.stack([base(q) + r for q in ranks]).sum(0)
     want["alltoall"] = [base(q) * 100 + r for q in ranks]
+    want["alltoall_single"] = np.concatenate([base(q) + 1000 * r for q in ranks])
+    if r == n - 1:
+        want["recv_object_list"] = [{"to": n - 1}, "x"]
     want["task"] = [True, True]
     if r == n - 1:
         want["recv"] = base(7)

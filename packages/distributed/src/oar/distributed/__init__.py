@@ -23,7 +23,7 @@ one machine, several machines and what to do when a job hangs.
 
 from oar.distributed import fleet, launch
 from oar.distributed._backend import Backend, Call, SingleProcessBackend, Work
-from oar.distributed._checkpoint import load_state_dict, save_state_dict
+from oar.distributed._checkpoint import load_merged_state_dict, load_state_dict, save_state_dict
 from oar.distributed._collective import (
     CollectiveMismatchError,
     CollectiveTimeoutError,
@@ -34,6 +34,7 @@ from oar.distributed._collective import (
     all_gather_object,
     all_reduce,
     alltoall,
+    alltoall_single,
     barrier,
     broadcast,
     broadcast_object_list,
@@ -50,11 +51,13 @@ from oar.distributed._collective import (
     isend,
     new_group,
     recv,
+    recv_object_list,
     reduce,
     reduce_scatter,
     scatter,
     scatter_object_list,
     send,
+    send_object_list,
     wait,
 )
 from oar.distributed._env import ParallelEnv
@@ -64,7 +67,8 @@ __all__ = [
     "init_parallel_env", "is_initialized", "is_available", "get_rank", "get_world_size", "get_backend", "ParallelEnv",
     "new_group", "get_group", "destroy_process_group", "Group", "ReduceOp", "Task",
     "all_reduce", "broadcast", "reduce", "all_gather", "all_gather_object", "gather", "scatter", "reduce_scatter",
-    "alltoall", "send", "recv", "isend", "irecv", "barrier", "wait", "broadcast_object_list", "scatter_object_list",
-    "DataParallel", "fleet", "launch", "save_state_dict", "load_state_dict", "CollectiveTimeoutError", "CollectiveMismatchError",
+    "alltoall", "alltoall_single", "send", "recv", "send_object_list", "recv_object_list", "isend", "irecv", "barrier", "wait", "broadcast_object_list", "scatter_object_list",
+    "DataParallel", "fleet", "launch", "save_state_dict", "load_state_dict",
+    "load_merged_state_dict", "CollectiveTimeoutError", "CollectiveMismatchError",
     "Backend", "Work", "Call", "SingleProcessBackend",
 ]

@@ -61,6 +61,10 @@ class Backend(Protocol):
     def scatter(self, comm, send: np.ndarray | None, recv: np.ndarray, root: int) -> Work: ...
     def reduce_scatter(self, comm, send: np.ndarray, recv: np.ndarray, op: str) -> Work: ...
     def alltoall(self, comm, send: np.ndarray, recv: np.ndarray) -> Work: ...
+    def alltoallv(self, comm, send: np.ndarray, send_counts: list[int], recv: np.ndarray,
+                  recv_counts: list[int]) -> Work:
+        """Rank ``i`` sends the next ``send_counts[j]`` elements of flat ``send`` to rank ``j``,
+        which writes them at its ``recv_counts``-given place for ``i``."""
     def send(self, comm, array: np.ndarray, dst: int, tag: int) -> Work: ...
     def recv(self, comm, array: np.ndarray, src: int, tag: int) -> Work: ...
     def barrier(self, comm) -> Work: ...
@@ -130,6 +134,10 @@ class SingleProcessBackend:
         return DONE
 
     def alltoall(self, comm, send, recv):
+        recv[...] = send
+        return DONE
+
+    def alltoallv(self, comm, send, send_counts, recv, recv_counts):
         recv[...] = send
         return DONE
 

@@ -411,3 +411,43 @@ def _fill(state_dict: dict, plan, arrays: dict) -> None:
             value[...] = arrays[key]
         else:
             _set(state_dict, path, entry["value"] if entry["kind"] == "value" else oar.to_tensor(arrays[key]))
+
+
+def load_merged_state_dict(path: str, prefix: str | None = None, unique_id: int | None = None, offload: bool = False,
+                           aoa_config=None, safetensors: bool = False) -> dict:
+    """Everything the checkpoint in the directory ``path`` holds (the newest, or ``unique_id``),
+    merged into one state dict in this process, nested as it was saved, as
+    ``paddle.distributed.load_merged_state_dict``: the way to take a sharded run's state into a
+    single process without building the sharded optimizer first. ``prefix`` keeps only the keys
+    that start with it (``"model"``). ``offload`` and ``safetensors`` are accepted for Paddle's
+    scripts (tensors are on the host here, and every oar file is safetensors); ``aoa_config`` is not
+    supported.
+
+    >>> import oar, tempfile
+    >>> from oar.distributed import save_state_dict, load_merged_state_dict
+    >>> path = tempfile.mkdtemp()
+    >>> save_state_dict({"model": {"w": oar.ones([2])}, "epoch": 3}, path)
+    >>> merged = load_merged_state_dict(path)
+    >>> merged["model"]["w"].tolist(), merged["epoch"]
+    ([1.0, 1.0], 3)
+    """
+    fn = "load_merged_state_dict"
+    if aoa_config is not None:
+        raise ArgumentError(f"{fn}: aoa_config (Paddle's key-renaming rules) is not supported; rename the keys of "
+                            "the returned dict instead")
+    if not isinstance(path, (str, os.PathLike)):
+        raise ArgumentError(f"{fn}: path must be a directory name (str), got {type(path).__name__}")
+    path = os.fspath(path)
+    manifest = _read_manifest(path, unique_id, fn)
+    entries = [(k, e) for k, e in manifest["entries"].items() if prefix is None or k.startswith(prefix)]
+    if not entries:
+        raise ArgumentError(f"{fn}: the checkpoint in {path!r} has no key starting with {prefix!r}; its keys begin "
+                            f"{sorted({k.split('/')[0] for k in manifest['entries']})}")
+    arrays = _read(path, [((), {}, entries)], fn)
+    merged: dict = {}
+    for key, entry in entries:
+        node = merged
+        for step in entry["path"][:-1]:
+            node = node.setdefault(str(step), {})
+        node[str(entry["path"][-1])] = oar.to_tensor(arrays[key]) if entry["kind"] == "tensor" else entry["value"]
+    return merged

@@ -621,6 +621,50 @@ def alltoall(out_tensor_list, in_tensor_list, group: Group | None = None, sync_o
                   lambda: _fill_list(fn, out_tensor_list, received, like), sync_op)
 
 
+def alltoall_single(out_tensor, in_tensor, in_split_sizes=None, out_split_sizes=None, group: Group | None = None,
+                    sync_op: bool = True):
+    """``in_tensor`` split along dim 0 -- evenly, or into ``in_split_sizes`` rows -- and part ``j``
+    sent to the group's rank ``j``; ``out_tensor`` receives the parts from every rank in rank
+    order (``out_split_sizes`` rows each when given), as ``paddle.distributed.alltoall_single``.
+
+    >>> import oar, oar.distributed as dist
+    >>> out = oar.zeros([2])
+    >>> dist.alltoall_single(out, oar.to_tensor([1.0, 2.0]))
+    >>> out.tolist()
+    [1.0, 2.0]
+    """
+    fn = "alltoall_single"
+    _check_tensor(in_tensor, fn, "in_tensor")
+    _check_tensor(out_tensor, fn, "out_tensor")
+    group = _group_of(group, fn)
+    n = group.nranks
+    if out_tensor.dtype != in_tensor.dtype or list(out_tensor.shape[1:]) != list(in_tensor.shape[1:]):
+        raise ShapeError(f"{fn}: out_tensor is {out_tensor.dtype.name} {list(out_tensor.shape)} and in_tensor "
+                         f"{in_tensor.dtype.name} {list(in_tensor.shape)}; they must agree in dtype and in every "
+                         "dim after the first")
+
+    def rows(sizes, tensor, what: str) -> list[int]:
+        if sizes is None:
+            if tensor.shape[0] % n:
+                raise ShapeError(f"{fn}: {what} has {tensor.shape[0]} rows, which do not split evenly over "
+                                 f"{n} ranks; pass {what.split('_')[0]}_split_sizes")
+            return [tensor.shape[0] // n] * n
+        sizes = [int(v) for v in sizes]
+        if len(sizes) != n or sum(sizes) != tensor.shape[0] or min(sizes) < 0:
+            raise ShapeError(f"{fn}: {what.split('_')[0]}_split_sizes {sizes} must hold {n} row counts adding up "
+                             f"to {what}'s {tensor.shape[0]} rows")
+        return sizes
+
+    row = int(np.prod(in_tensor.shape[1:], dtype=np.int64))
+    send_rows, recv_rows = rows(in_split_sizes, in_tensor, "in_tensor"), rows(out_split_sizes, out_tensor, "out_tensor")
+    send, received = in_tensor.numpy(), out_tensor.numpy()
+    backend = _state().backend
+    return _start(fn, group, {**_meta(in_tensor), "in_split_sizes": send_rows},
+                  lambda: backend.alltoallv(group.comm, send, [r * row for r in send_rows], received,
+                                            [r * row for r in recv_rows]),
+                  _writer(out_tensor, received), sync_op)
+
+
 def _point_to_point(fn: str, tensor, peer, group, sync_op, tag: int = 0):
     _check_tensor(tensor, fn)
     group = _group_of(group, fn)
@@ -729,6 +773,47 @@ def broadcast_object_list(object_list: list, src: int, group: Group | None = Non
     root = _group_rank(group, src, fn, "src")
     data = _gather_bytes(fn, _encode(object_list if group.rank == root else [], fn), group)[root]
     object_list[:] = json.loads(data)
+
+
+def send_object_list(object_list: list, dst: int | None = None, group: Group | None = None,
+                     dst_in_group: int | None = None) -> None:
+    """Send ``object_list`` (as JSON) to global rank ``dst`` (or the group's rank
+    ``dst_in_group``), which calls ``recv_object_list``."""
+    fn = "send_object_list"
+    if not isinstance(object_list, list):
+        raise ArgumentError(f"{fn}: object_list must be a list, got {type(object_list).__name__}")
+    group = _group_of(group, fn)
+    peer = _peer(fn, group, dst, dst_in_group, "dst")
+    data = np.frombuffer(_encode(object_list, fn), np.uint8).copy()
+    send(oar.to_tensor(np.array([data.size], np.int64)), dst=peer, group=group)
+    send(oar.to_tensor(data), dst=peer, group=group)
+
+
+def recv_object_list(object_list: list, src: int | None = None, group: Group | None = None,
+                     src_in_group: int | None = None) -> None:
+    """Replace ``object_list``'s items with those global rank ``src`` (or the group's rank
+    ``src_in_group``) sent with ``send_object_list`` (JSON: nothing sent is executed)."""
+    fn = "recv_object_list"
+    if not isinstance(object_list, list):
+        raise ArgumentError(f"{fn}: object_list must be a list, got {type(object_list).__name__}")
+    group = _group_of(group, fn)
+    peer = _peer(fn, group, src, src_in_group, "src")
+    length = oar.zeros([1], dtype="int64")
+    recv(length, src=peer, group=group)
+    data = oar.zeros([int(length.item())], dtype="uint8")
+    recv(data, src=peer, group=group)
+    object_list[:] = json.loads(data.numpy().tobytes())
+
+
+def _peer(fn: str, group: Group, rank, rank_in_group, what: str) -> int:
+    """The global rank a point-to-point object call names, by global rank or by group rank."""
+    if (rank is None) == (rank_in_group is None):
+        raise ArgumentError(f"{fn}: give exactly one of {what} and {what}_in_group")
+    if rank_in_group is not None:
+        if not 0 <= int(rank_in_group) < group.nranks:
+            raise ArgumentError(f"{fn}: {what}_in_group={rank_in_group} is not a rank of a group of {group.nranks}")
+        return group.ranks[int(rank_in_group)]
+    return int(rank)
 
 
 def scatter_object_list(out_object_list: list, in_object_list=None, src: int = 0,

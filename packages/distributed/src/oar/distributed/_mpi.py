@@ -128,6 +128,13 @@ class MPIBackend:
     def alltoall(self, comm, send, recv):
         return _Request(comm.Ialltoall(self._words(send), self._words(recv)))
 
+    def alltoallv(self, comm, send, send_counts, recv, recv_counts):
+        send_displs = np.concatenate([[0], np.cumsum(send_counts)[:-1]]).astype(int).tolist()
+        recv_displs = np.concatenate([[0], np.cumsum(recv_counts)[:-1]]).astype(int).tolist()
+        send_words, recv_words = self._words(send).reshape(-1), self._words(recv).reshape(-1)
+        return _Request(comm.Ialltoallv([send_words, (list(send_counts), send_displs)],
+                                        [recv_words, (list(recv_counts), recv_displs)]))
+
     def send(self, comm, array, dst, tag):
         return _Request(comm.Isend(self._words(array), dest=dst, tag=tag))
 
