@@ -168,6 +168,24 @@ def test_amp_without_the_plugin_names_what_to_install():
         f.distributed_model(make_model())
 
 
+@pytest.mark.skipif(importlib.util.find_spec("oar.amp") is None, reason="needs the oar-amp plugin")
+@pytest.mark.parametrize(("configs", "low", "params"), [
+    ({}, "float16", "float32"),  # Paddle's default: O1 float16, float32 parameters
+    ({"use_pure_bf16": True}, "bfloat16", "bfloat16"),  # O2: the parameters are cast too
+])
+def test_amp_hands_the_forward_to_oar_amp(configs, low, params):
+    f = Fleet()
+    s = DistributedStrategy()
+    s.amp = True
+    s.amp_configs = configs
+    f.init(is_collective=True, strategy=s)
+    model = f.distributed_model(make_model())
+    out = model(oar.ones([4, 6]))
+    assert out.dtype.name == low  # the Linear ran in low precision under oar.amp.auto_cast
+    out.astype("float32").mean().backward()
+    assert all(p.grad is not None and p.dtype.name == params for p in model.parameters())
+
+
 # -- two ranks ---------------------------------------------------------------------------------------
 def test_init_and_worker_info_on_two_ranks(launch):
     job = launch("""

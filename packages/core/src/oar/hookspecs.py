@@ -230,7 +230,12 @@ def oar_register_op_lowerings(lowerings: LoweringRegistry) -> None:
 
 @hookspec(historic=True)
 def oar_register_distributed_strategies(strategies: Registry[Any]) -> None:
-    """Register distributed training strategies by name: ``strategies.register("dp", DataParallelStrategy)``."""
+    """Register distributed training strategies by name: ``strategies.register("dp", Lazy("pkg:Wrapper"))``.
+
+    A strategy is a callable that takes a Layer and returns the Layer that trains it across ranks;
+    oar-distributed registers ``"dp"`` (``oar.DataParallel``). Register lazily: the plugin loads
+    with every program's first op, the collectives only when a job uses them.
+    """
 
 
 @hookspec(historic=True)

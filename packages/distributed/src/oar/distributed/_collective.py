@@ -355,13 +355,19 @@ class Task:
             "OAR_DISTRIBUTED_TIMEOUT (seconds) sets how long to wait.")
 
 
+_INTERNAL_FILES: dict[str, bool] = {}  # code file -> whether it is oar's own (asked once per file)
+
+
 def _user_site() -> str:
     """``file.py:line`` of the innermost frame outside oar's packages: the user's call."""
-    roots = tuple(os.path.join(os.path.abspath(p), "") for p in oar.__path__)
     frame = sys._getframe(1)
     while frame is not None:
-        filename = os.path.abspath(frame.f_code.co_filename)
-        if not filename.startswith(roots):
+        filename = frame.f_code.co_filename
+        internal = _INTERNAL_FILES.get(filename)
+        if internal is None:
+            roots = tuple(os.path.join(os.path.abspath(p), "") for p in oar.__path__)
+            internal = _INTERNAL_FILES[filename] = os.path.abspath(filename).startswith(roots)
+        if not internal:
             return f"{os.path.basename(filename)}:{frame.f_lineno}"
         frame = frame.f_back
     return "<unknown>"
