@@ -37,6 +37,10 @@ bench/paddle_api.py and run by oar and Paddle alike):
     W12 data-parallel MLP (bench/data_parallel.py, oar only, 1 thread per rank): W2's step on a global batch of
         128 by 1 process and by 2 ranks of oar.DataParallel (oar.distributed.launch), samples/s and their
         ratio, a rank's step next to its compute alone, and oar's all_reduce next to mpi4py's Allreduce (GB/s)
+    W13 oar.profiler's cost (bench/profiler_cost.py, oar only, 1 thread): W1 and W2 on a tree without the profiler,
+        with it imported but off, and recording; off / without as the median of interleaved rounds' ratios
+    W14 oar.incubate.autotune (bench/autotune.py, oar only): W3 and W4 steps with kernel tuning off and on
+        (after tuning), interleaved, and the tuning range's overhead
 """
 
 from __future__ import annotations
@@ -64,18 +68,20 @@ from suite import FINGERPRINT_SIZE, STEP_CASES, W1_CASES, W7_CASES, W9_MODELS, w
 
 BENCH = Path(__file__).resolve().parent
 RESULTS_FILE = BENCH.parent / "docs" / "benchmarks.md"
-WORKLOADS = ("W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9", "W10", "W11", "W12")
+WORKLOADS = ("W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9", "W10", "W11", "W12", "W13", "W14")
 FRAMEWORKS = ("oar", "torch", "paddle", "onnxruntime")
 MODULES = {"oar": "oar", "torch": "torch", "paddle": "paddle", "onnxruntime": "onnxruntime"}
 # Which frameworks run which workloads: ONNX Runtime only serves W6 and W9; W8 is oar's own
 # DataLoader, W10 oar's own server and W11 oar-slim's compression (which runs ONNX Runtime itself).
-RUNS = {"onnxruntime": {"W6", "W9"}, "torch": set(WORKLOADS) - {"W8", "W10", "W11", "W12"},
-        "paddle": set(WORKLOADS) - {"W8", "W10", "W11", "W12"}}
+RUNS = {"onnxruntime": {"W6", "W9"}, "torch": set(WORKLOADS) - {"W8", "W10", "W11", "W12", "W13", "W14"},
+        "paddle": set(WORKLOADS) - {"W8", "W10", "W11", "W12", "W13", "W14"}}
 # One round whatever --rounds says: 16 clients for 15 s per configuration are samples enough (W10);
 # W11 trains its models (minutes) and times its engines in interleaved rounds of its own.
-ONCE = {"W10", "W11", "W12"}  # W12 interleaves rounds of its own (1 process, then 2 ranks)
-ONE_THREAD = {"W11", "W12"}  # W11's targets are 1-thread latencies, W12's ranks run 1 thread each: 1-thread run only
-OWN_SCRIPTS = {"W11": "slim_targets.py", "W12": "data_parallel.py"}  # run by a script of their own, not by the framework's worker
+ONCE = {"W10", "W11", "W12", "W13", "W14"}  # W12-W14 interleave rounds of their own (W13: one process per mode)
+# 1-thread run only: W11's targets are 1-thread latencies, W12's ranks run 1 thread each, W13 times Python overhead
+ONE_THREAD = {"W11", "W12", "W13"}
+OWN_SCRIPTS = {"W11": "slim_targets.py", "W12": "data_parallel.py", "W13": "profiler_cost.py",
+               "W14": "autotune.py"}  # run by a script of their own, not by the framework's worker
 OWN_TABLES = {"W9", "W10", "W11"}  # reported in tables of their own, not in the main one
 # W9's columns: the oar Predictor, then the engines it is measured against; Paddle's worker fills two.
 W9_COLUMNS = (("oar", "oar Predictor", ""), ("onnxruntime", "onnxruntime", "oar/ort"),

@@ -17,7 +17,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 BENCH = REPO / "bench"
-WORKLOADS = ["W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W12"]  # W12: oar only, in the main table
+WORKLOADS = ["W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W12", "W13", "W14"]  # W12-W14: oar only, in the main table
 HEADER = ["workload", "case", "unit", "oar", "torch", "paddle", "onnxruntime", "oar/torch", "oar/paddle",
           "oar/onnxruntime"]
 
@@ -204,3 +204,17 @@ def test_synthetic_cifar_is_seeded_learnable_and_not_trivial(bench_modules):
     means = np.stack([x[y == c].reshape(-1, 3 * 32 * 32).mean(0) for c in range(10)])
     distances = ((test_x.reshape(len(test_x), 1, -1) - means[None]) ** 2).sum(-1)
     assert 0.4 < (distances.argmin(1) == test_y).mean() < 0.95
+
+
+def test_w13_times_the_profiler_absent_off_and_recording():
+    result = subprocess.run([sys.executable, str(BENCH / "profiler_cost.py"), "W13", "--threads", "1", "--quick"],
+                            capture_output=True, text=True, timeout=300, cwd=BENCH)
+    assert result.returncode == 0, result.stderr
+    cases = {case["case"]: case for case in json.loads(result.stdout.strip().splitlines()[-1])["cases"]}
+    for label in ("W1 x + y, float32 [1]", "W1 Linear(4,4) fwd+bwd, [1,4]",
+                  "W2 MLP 784-512-512-10, batch 128, Adam step"):
+        for mode in ("without oar.profiler", "oar.profiler imported, off", "recording", "recording (shapes + memory)"):
+            assert cases[f"{label}: {mode}"]["samples"][0] > 0, (label, mode)
+        ratio = cases[f"{label}: off / without"]
+        assert ratio["unit"] == "x" and 0.2 < ratio["samples"][0] < 5, ratio  # a ratio of times, not a time
+    assert "without: commit " in result.stdout  # the tree without the profiler, exported from git

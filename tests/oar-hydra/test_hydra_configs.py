@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.metadata
+import re
 import types
 
 import pytest
@@ -54,6 +55,7 @@ def test_defaults_are_the_main_job(composed):
     assert (cfg.optimizer._target_, cfg.optimizer.lr) == ("oar.optimizer.Adam", 0.003)
     assert cfg.lr_scheduler._target_ == "oar_hydra.schedules.cosine"
     assert (cfg.trainer.epochs, cfg.trainer.batch_size, cfg.trainer.seed) == (15, 32, 0)
+    assert cfg.trainer.profile is False and list(cfg.trainer.profile_steps) == [2, 7]  # off unless asked for
     assert cfg.export._target_ == "oar.jit.save"
     assert cfg.amp is None and cfg.strategy is None and cfg.slim is None and cfg.serve is None
 
@@ -102,10 +104,12 @@ def test_export_options_compose(composed):
     ("data.limit=0", "data.limit must be a positive number or null"),
     ("trainer.min_accuracy=97", "trainer.min_accuracy must be between 0 and 1"),
     ("lr_scheduler=step lr_scheduler.step_epochs=0", "lr_scheduler.step_epochs must be a positive number"),
+    ("trainer.profile_steps=[5,2]", "trainer.profile_steps must be [start, end] with 0 <= start < end"),
+    ("trainer.profile_steps=[2]", "trainer.profile_steps must be [start, end]"),
 ])
 def test_bad_values_are_named(composed, override, message):
     cfg = composed(*override.split())
-    with pytest.raises(ConfigValueError, match=message.replace(".", r"\.")):
+    with pytest.raises(ConfigValueError, match=re.escape(message)):
         validate(cfg)
 
 
@@ -113,6 +117,7 @@ def test_bad_values_are_named(composed, override, message):
     ("trainer.batch_size=abc", "Value 'abc' of type 'str' could not be converted to Integer"),
     ("model=nope", "Could not find 'model/nope'"),
     ("trainer.epoch=3", "Key 'epoch' not in 'TrainerConfig'"),
+    ("trainer.profile=maybe", "Value 'maybe' is not a valid bool"),
 ])
 def test_wrong_types_and_unknown_options_fail_while_composing(composed, override, message):
     with pytest.raises(ConfigCompositionException) as info:

@@ -7,7 +7,8 @@ import importlib
 
 import pytest
 
-MODULES = ["oar_hydra", "oar_hydra.app", "oar_hydra.data", "oar_hydra.schedules", "oar_hydra.schema", "oar_hydra.sweep"]
+MODULES = ["oar_hydra", "oar_hydra.app", "oar_hydra.callbacks", "oar_hydra.data", "oar_hydra.schedules",
+           "oar_hydra.schema", "oar_hydra.sweep"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -29,6 +29,7 @@ def test_a_short_run_fills_its_directory(oar_run):
                  "checkpoints/latest.json", "checkpoints/epoch_1/model.pdparams", "checkpoints/epoch_1/trainer.pdstate"):
         assert (run / name).is_file(), f"{name} is missing from the run directory"
     assert list((run / "tensorboard").glob("events.out.tfevents.*"))
+    assert not (run / "profile").exists()  # trainer.profile is off by default
     assert (run / "curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
     metrics = done.metrics()
@@ -49,6 +50,37 @@ def test_a_short_run_fills_its_directory(oar_run):
     x = oar.rand([4, 1, 28, 28])
     exported = oar.jit.load(str(run / "inference" / "lenet"))
     np.testing.assert_allclose(exported(x).numpy(), network(x).numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_trainer_profile_writes_a_trace_and_the_summary(oar_run):
+    done = oar_run(*QUICK, "export=none", "trainer.profile=true")  # 5 batches: steps 2 to 4 recorded
+    assert done.returncode == 0, done.output
+    profile = done.run_dir / "profile"
+    traces = list(profile.glob("oar-run_time_*.paddle_trace.json"))
+    assert len(traces) == 1, sorted(profile.iterdir())
+    events = json.loads(traces[0].read_text())["traceEvents"]
+    kinds = {event.get("cat") for event in events}
+    assert {"Operator", "Forward", "Backward", "Optimization", "Dataloader", "ProfileStep"} <= kinds, kinds
+    names = {event["name"].partition("[")[0] for event in events}
+    assert {"le_net_0", "conv2_d_0", "linear_0"} <= names, names  # layer forwards, by full_name()
+    assert {"conv", "matmul", "conv_grad"} <= names, names  # eager ops and backward rules
+    assert sorted(n for n in names if n.startswith("ProfileStep#")) == ["ProfileStep#2", "ProfileStep#3",
+                                                                         "ProfileStep#4"]
+    convs = [e for e in events if e["name"].startswith("conv[")]
+    assert all("input_shapes" in e["args"] and "allocated_bytes" in e["args"] for e in convs)  # shapes, memory
+    assert any(e["ph"] == "C" and e["name"] == "Tensor memory" for e in events)
+    summary = (profile / "summary.txt").read_text()
+    assert summary.startswith("oar-run trainer.profile: training steps 2-4 of the first epoch")
+    for table in ("Overview Summary", "Operator Summary", "Layer Summary", "Memory Summary"):
+        assert table in summary
+    assert "Name" in summary and "Calls" in summary and "Peak increase" in summary
+    log = (done.run_dir / "oar-run.log").read_text()
+    assert f"profile: training steps 2-4 recorded; Chrome trace {traces[0]}" in log
+
+    short = oar_run(*QUICK, "export=none", "trainer.profile=true", "data.limit=64")  # 2 batches: before step 2
+    assert short.returncode == 0, short.output
+    assert "trainer.profile: nothing recorded" in (short.run_dir / "oar-run.log").read_text()
+    assert not (short.run_dir / "profile").exists()
 
 
 def test_the_console_script_runs(oar_run):

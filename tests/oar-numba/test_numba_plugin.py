@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 import threadpoolctl
 from numba_test_support import bench_module
-from oar_numba import KERNEL_DTYPES, KERNELS, _conv, _qgemm
+from oar_numba import ALTERNATIVES, KERNEL_DTYPES, KERNELS, _conv, _qgemm
 
 import oar
 import oar.nn.functional as F
@@ -41,7 +41,9 @@ def reference(op: str):
 def test_the_plugin_is_loaded_through_its_entry_point():
     (info,) = [i for i in plugin_infos() if i.name == "numba"]
     assert (info.status, info.module, info.version) == ("loaded", "oar_numba.plugin", "0.1.0")
-    assert info.registered["kernels"] == sorted(f"{op}@cpu" for op in {**KERNELS, **_qgemm.KERNELS})
+    assert info.registered["kernels"] == sorted({f"{op}@cpu" for op in {**KERNELS, **_qgemm.KERNELS}}
+                                                | {f"{op}@cpu:{name}" for op, named in ALTERNATIVES.items()
+                                                   for name, _ in named})  # autotune's alternatives
     assert info.registered["thread_controls"] == ["numba"]
 
 

@@ -86,6 +86,7 @@ _LAZY_MODULES = {
     "distribution": "oar-core",
     "device": "oar-core",
     "profiler": "oar-core",
+    "incubate": "oar-core",
     "nn": "oar-nn",
     "optimizer": "oar-nn",
     "regularizer": "oar-nn",

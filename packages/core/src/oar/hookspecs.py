@@ -185,6 +185,14 @@ def oar_register_kernels(kernels: KernelRegistry) -> None:
 
     The key is (op name, backend, dtype); the highest priority among the kernels that declare the
     dtype wins. ``docs/ops.md`` lists the op names and attributes a kernel receives.
+
+    Where an op has several ways to compute the same result whose speed depends on the shapes or
+    the machine, register the others as alternatives of the key: ``kernels.register_alternative(
+    "conv", "cpu", conv_im2col, name="my_plugin.im2col", dtypes=["float32"])``. The winning kernel
+    still serves every call; ``oar.incubate.autotune.set_config({"kernel": {"enable": True}})``
+    times it and the alternatives on the shapes a model runs and keeps the fastest per shape
+    (docs/autotune.md). An alternative must accept every input the op takes (handing the ones it
+    has no path for to another kernel) and agree with the others within the dtype's rounding.
     """
 
 

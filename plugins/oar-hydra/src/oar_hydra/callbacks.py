@@ -1,6 +1,6 @@
 """The ``oar.callbacks`` that ``oar-run`` adds to ``Model.fit``: the epoch history, checkpoints
-that a later run resumes from, and the shift that makes a resumed fit look like the rest of the
-original run to the other callbacks."""
+that a later run resumes from, the shift that makes a resumed fit look like the rest of the
+original run to the other callbacks, and the profiler of ``trainer.profile=true``."""
 
 from __future__ import annotations
 
@@ -12,10 +12,12 @@ from pathlib import Path
 
 import oar
 from oar.callbacks import Callback, TrainingCurves, VisualDL
+from oar.profiler import Profiler, export_chrome_tracing
 from oar.utils import atomic_file
 
 CHECKPOINTS = "checkpoints"
 LATEST = "latest.json"
+PROFILE = "profile"
 
 
 def _number(value) -> float | None:
@@ -183,3 +185,74 @@ class ContinuedRun(Callback):
 
     def on_eval_batch_end(self, step, logs=None):
         self._each("on_eval_batch_end", step, logs)
+
+
+class RunProfiler(Callback):
+    """Profile training steps ``start`` to ``end - 1`` of the first epoch with ``oar.profiler``
+    (every op with its input shapes, each layer's forward, backward, the optimizer, DataLoader
+    waits, and tensor memory) and write the record into ``<run_dir>/profile/``: the Chrome trace
+    (``export_chrome_tracing``: ``oar-run_time_<stamp>.paddle_trace.json``, for chrome://tracing
+    or Perfetto) and ``summary.txt`` (``Profiler.summary``'s tables). ``oar-run trainer.profile=true``
+    adds it; without it nothing is profiled.
+
+    The window ends with the first epoch at the latest, so that its evaluation stays out; skipping
+    the first steps keeps the first calls' costs (kernel compilation, caches) out too.
+
+    >>> from oar_hydra.callbacks import RunProfiler
+    >>> profiler = RunProfiler("output/oar-run/my-run", steps=(2, 7))
+    >>> profiler.dir.as_posix()
+    'output/oar-run/my-run/profile'
+    """
+
+    def __init__(self, run_dir: Path | str, steps: tuple[int, int] = (2, 7)):
+        super().__init__()
+        self.dir = Path(run_dir) / PROFILE
+        self.steps = (int(steps[0]), int(steps[1]))
+        self.profiler: Profiler | None = None
+        self.written: list[Path] = []
+        self._batches = 0  # of the first epoch
+
+    def on_train_begin(self, logs=None):
+        self.profiler = Profiler(scheduler=self.steps, on_trace_ready=self._write, record_shapes=True,
+                                 profile_memory=True)
+        self.profiler.start()
+
+    def on_train_batch_end(self, step, logs=None):
+        if self.profiler is None:
+            return
+        self._batches += 1
+        if step + 1 == self.params.get("steps"):  # the epoch's last batch: stop() closes its step, and no
+            self._finish()                        # empty step after it (the end-of-data wait) is recorded
+        else:
+            self.profiler.step(num_samples=(logs or {}).get("batch_size"))
+
+    def on_epoch_end(self, epoch, logs=None):
+        self._finish()
+
+    def on_train_end(self, logs=None):
+        self._finish()
+
+    def _finish(self) -> None:
+        if self.profiler is None:
+            return
+        profiler, self.profiler = self.profiler, None
+        profiler.stop()  # an open window (an epoch shorter than the range) is written here
+        if not self.written:
+            logging.getLogger("oar_hydra").warning(
+                "trainer.profile: nothing recorded: the first epoch ended before step %d "
+                "(set trainer.profile_steps=[start,end] within the epoch's %d steps)",
+                self.steps[0], self._batches)
+
+    def _write(self, profiler: Profiler) -> None:
+        before = set(self.dir.glob("*.paddle_trace.json"))
+        export_chrome_tracing(str(self.dir), worker_name="oar-run")(profiler)
+        trace = sorted(set(self.dir.glob("*.paddle_trace.json")) - before)
+        summary = self.dir / "summary.txt"
+        recorded = sorted(int(e.name.partition("#")[2]) for e in profiler.events() if e.kind == "ProfileStep")
+        steps = f"{recorded[0]}-{recorded[-1]}" if recorded else "none"
+        write_atomic(summary, f"oar-run trainer.profile: training steps {steps} of the first epoch\n\n"
+                              f"{profiler.summary_text(time_unit='ms')}\n")
+        self.written = [*trace, summary]
+        logging.getLogger("oar_hydra").info(
+            "profile: training steps %s recorded; Chrome trace %s (open it in chrome://tracing or "
+            "https://ui.perfetto.dev), summary tables %s", steps, trace[-1] if trace else "-", summary)

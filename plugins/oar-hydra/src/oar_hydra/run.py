@@ -12,6 +12,7 @@ The run directory (Hydra's output directory) holds::
     metrics.json                        the final metrics, the per-epoch history and the settings (amp too)
     tensorboard/events.out.tfevents.*   TensorBoard logs (tensorboard --logdir <run dir>)
     curves.png                          loss and accuracy per epoch, train and test
+    profile/                            with trainer.profile=true: a Chrome trace of a few training steps, summary.txt
     ranks/workerlog.<rank>              with a strategy of several processes (strategy=dp): each rank's output
 
 With such a strategy, a plain ``oar-run`` starts the ranks through the strategy's launcher
@@ -43,7 +44,7 @@ import oar
 from oar.hapi.model import parse_amp_configs
 from oar.io import DataLoader, DistributedBatchSampler
 from oar.testing import TOLERANCES
-from oar_hydra.callbacks import CHECKPOINTS, LATEST, ContinuedRun, History, RunCheckpoint, write_atomic
+from oar_hydra.callbacks import CHECKPOINTS, LATEST, ContinuedRun, History, RunCheckpoint, RunProfiler, write_atomic
 from oar_hydra.data import DataSplits
 from oar_hydra.schema import ConfigValueError, validate
 
@@ -416,6 +417,8 @@ def run(cfg: DictConfig, run_dir: Path) -> dict:
     shown = [oar.callbacks.ProgBarLogger(trainer.log_freq, verbose=trainer.verbose)] if trainer.verbose else []
     shown += [oar.callbacks.VisualDL(run_dir / "tensorboard"), oar.callbacks.TrainingCurves(run_dir / "curves.png"),
               history, saver]
+    if trainer.get("profile") and writer:  # off (the default): no profiler exists, nothing records
+        shown.append(RunProfiler(run_dir, tuple(trainer.get("profile_steps") or (2, 7))))
     callbacks = ContinuedRun(shown, start=done, total=trainer.epochs, replay=history.records,
                              train_steps=saver.train_steps)
 

@@ -145,6 +145,9 @@ class TrainerConfig:
     max_steps: int | None = None  # stop after this many batches in all (quick runs)
     resume: str | None = None  # a run directory to continue from its last checkpoint
     min_accuracy: float | None = None  # exit with status 1 when the final test accuracy is lower
+    profile: bool = False  # profile a few training steps with oar.profiler; the trace and summary go to <run>/profile/
+    # [start, end): the steps of the first epoch recorded (Paddle's scheduler pair); step 0 pays the first calls
+    profile_steps: list[int] = field(default_factory=lambda: [2, 7])
 
 
 @dataclass
@@ -236,6 +239,10 @@ def validate(cfg: DictConfig) -> None:
     _check_positive(cfg, "data.limit", allow_none=True)
     if cfg.trainer.verbose not in (0, 1, 2, 3):
         raise ConfigValueError(f"trainer.verbose must be 0, 1, 2 or 3, got {cfg.trainer.verbose!r}")
+    steps = cfg.trainer.get("profile_steps")
+    if steps is not None and (len(steps) != 2 or steps[0] < 0 or steps[1] <= steps[0]):
+        raise ConfigValueError(f"trainer.profile_steps must be [start, end] with 0 <= start < end (the steps "
+                               f"recorded: start to end - 1), got {list(steps)!r}")
     accuracy = cfg.trainer.min_accuracy
     if accuracy is not None and not 0 <= accuracy <= 1:
         raise ConfigValueError(f"trainer.min_accuracy must be between 0 and 1 (or null), got {accuracy!r}")

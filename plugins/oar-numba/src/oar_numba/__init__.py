@@ -51,8 +51,20 @@ KERNELS = {
     "llm_int8_linear": _quant.llm_int8_linear,
 }
 
+# Other ways to compute an op, which oar.incubate.autotune times against the kernel above on the
+# shapes a model runs (docs/autotune.md): op -> [(name, kernel)]. Each takes every input the op
+# takes; a path that does not apply to a call hands it to the path the kernel would pick.
+ALTERNATIVES = {
+    "conv": [("numba.bands", _conv.conv_bands), ("numba.im2col", _conv.conv_im2col),
+             ("numpy.reference", _conv._ref.conv_op.reference)],
+    "conv_weight_grad": [("numba.bands", _conv.conv_weight_grad_bands),
+                         ("numba.im2col", _conv.conv_weight_grad_im2col),
+                         ("numpy.reference", _conv._ref.conv_weight_grad_op.reference)],
+    "max_pool": [("numpy.reference", _pooling._ref.max_pool_op.reference)],
+}
+
 # The dtype a kernel is registered for is its op's first input's: int8 for the ops that take an
 # int8 tensor first; float32 and float64 (plugin.DTYPES) for the rest.
 KERNEL_DTYPES = {"dequantize_linear": ("int8",), "matmul_int8": ("int8",)}
 
-__all__ = ["KERNELS", "KERNEL_DTYPES"]
+__all__ = ["ALTERNATIVES", "KERNELS", "KERNEL_DTYPES"]

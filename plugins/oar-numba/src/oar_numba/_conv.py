@@ -463,24 +463,43 @@ def _direct_depthwise(x, w, stride, groups, out_w: int) -> bool:
 
 
 def conv(x, w, stride, padding, dilation, groups):
+    return _conv(x, w, stride, padding, dilation, groups, None)
+
+
+def conv_bands(x, w, stride, padding, dilation, groups):
+    """``conv`` band by band where it can (no groups, numpy's BLAS), else as ``conv`` chooses:
+    an alternative for ``oar.incubate.autotune``, as are ``conv_im2col`` and ``conv_weight_grad_*``."""
+    return _conv(x, w, stride, padding, dilation, groups, "bands")
+
+
+def conv_im2col(x, w, stride, padding, dilation, groups):
+    return _conv(x, w, stride, padding, dilation, groups, "im2col")
+
+
+def _conv(x, w, stride, padding, dilation, groups, path):
+    """The convolution by ``path`` ("direct", "wide", "bands", "im2col"), or, where that path does
+    not apply or is None, by the one the measured rules pick (docs/numba.md)."""
     if x.ndim not in (3, 4) or x.size == 0 or w.size == 0:
         return _ref._conv_kernel(x, w, stride, padding, dilation, groups)
-    if x.ndim == 4 and groups > 1:
-        out = _ref.conv_sizes("conv", x.shape[2:], w.shape[2:], stride, padding, dilation)
-        if _direct_depthwise(x, w, stride, groups, out[1]):
-            y = np.empty((x.shape[0], x.shape[1], *out), x.dtype)
-            _depthwise(np.ascontiguousarray(x), np.ascontiguousarray(w).reshape(w.shape[0], *w.shape[2:]),
-                       stride[0], stride[1], padding[0], padding[2], dilation[0], dilation[1], y)
-            return y
-    if _wide(x.ndim, w.shape[2:], stride, padding, dilation, groups) and x.dtype == w.dtype:
-        return _wide_conv(np.ascontiguousarray(x), w)
     out = _ref.conv_sizes("conv", x.shape[2:], w.shape[2:], stride, padding, dilation)
+    blas = gemm_for(x.dtype) if groups == 1 and x.dtype == w.dtype else None
+    applies = {"direct": x.ndim == 4 and groups > 1 and _direct_depthwise(x, w, stride, groups, out[-1]),
+               "wide": _wide(x.ndim, w.shape[2:], stride, padding, dilation, groups) and x.dtype == w.dtype,
+               "bands": blas is not None, "im2col": True}
+    if not applies.get(path, False):
+        path = next(p for p, ok in applies.items() if ok)
+    if path == "direct":
+        y = np.empty((x.shape[0], x.shape[1], *out), x.dtype)
+        _depthwise(np.ascontiguousarray(x), np.ascontiguousarray(w).reshape(w.shape[0], *w.shape[2:]),
+                   stride[0], stride[1], padding[0], padding[2], dilation[0], dilation[1], y)
+        return y
+    if path == "wide":
+        return _wide_conv(np.ascontiguousarray(x), w)
     x4, kernel, stride2, pads, dilation2 = _as_2d(x, w.shape[2:], stride, padding, dilation)
     out_hw = (1, out[0]) if x.ndim == 3 else out
     n, c, o = x.shape[0], x.shape[1], w.shape[0]
     positions = out_hw[0] * out_hw[1]
-    blas = gemm_for(x.dtype) if groups == 1 and x.dtype == w.dtype else None
-    if blas is not None:  # band by band, in compiled code (see BAND_BYTES)
+    if path == "bands":  # band by band, in compiled code (see BAND_BYTES)
         weights2 = np.ascontiguousarray(w).reshape(o, -1)
         taps = weights2.shape[1]
         band = _band_rows(taps, out_hw[1], out_hw[0], x.itemsize)
@@ -507,16 +526,33 @@ def conv(x, w, stride, padding, dilation, groups):
 
 
 def conv_weight_grad(x, g, kernel_size, stride, padding, dilation, groups):
+    return _conv_weight_grad(x, g, kernel_size, stride, padding, dilation, groups, None)
+
+
+def conv_weight_grad_bands(x, g, kernel_size, stride, padding, dilation, groups):
+    return _conv_weight_grad(x, g, kernel_size, stride, padding, dilation, groups, "bands")
+
+
+def conv_weight_grad_im2col(x, g, kernel_size, stride, padding, dilation, groups):
+    return _conv_weight_grad(x, g, kernel_size, stride, padding, dilation, groups, "im2col")
+
+
+def _conv_weight_grad(x, g, kernel_size, stride, padding, dilation, groups, path):
+    """The weight gradient by ``path`` ("wide", "bands", "im2col") where it applies, as ``_conv``."""
     if x.ndim not in (3, 4) or x.size == 0 or g.size == 0:
         return _ref._conv_weight_grad_kernel(x, g, kernel_size, stride, padding, dilation, groups)
-    if _wide(x.ndim, kernel_size, stride, padding, dilation, groups) and x.dtype == g.dtype:
+    blas = gemm_for(x.dtype) if groups == 1 and x.dtype == g.dtype else None
+    applies = {"wide": _wide(x.ndim, kernel_size, stride, padding, dilation, groups) and x.dtype == g.dtype,
+               "bands": blas is not None, "im2col": True}
+    if not applies.get(path, False):
+        path = next(p for p, ok in applies.items() if ok)
+    if path == "wide":
         return _wide_weight_grad(np.ascontiguousarray(x), g, *kernel_size)
     x4, kernel, stride2, pads, dilation2 = _as_2d(x, kernel_size, stride, padding, dilation)
     out_hw = (1, g.shape[2]) if x.ndim == 3 else g.shape[2:]
     n, c, o = x.shape[0], x.shape[1], g.shape[1]
     positions = out_hw[0] * out_hw[1]
-    blas = gemm_for(x.dtype) if groups == 1 and x.dtype == g.dtype else None
-    if blas is not None:  # band by band, in compiled code (see BAND_BYTES)
+    if path == "bands":  # band by band, in compiled code (see BAND_BYTES)
         taps = c * kernel[0] * kernel[1]
         band = _band_rows(taps, out_hw[1], out_hw[0], x.itemsize)
         g3 = np.ascontiguousarray(g).reshape(n, o, positions)

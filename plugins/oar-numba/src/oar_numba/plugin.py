@@ -19,7 +19,7 @@ import sys
 import numba
 
 from oar.plugins import PLUGIN_PRIORITY, hookimpl
-from oar_numba import KERNEL_DTYPES, KERNELS, _fused, _optimizer, _qgemm
+from oar_numba import ALTERNATIVES, KERNEL_DTYPES, KERNELS, _fused, _optimizer, _qgemm
 
 DTYPES = ("float32", "float64")
 
@@ -28,6 +28,9 @@ DTYPES = ("float32", "float64")
 def oar_register_kernels(kernels):
     for op_name, kernel in KERNELS.items():
         kernels.register(op_name, "cpu", kernel, dtypes=KERNEL_DTYPES.get(op_name, DTYPES), priority=PLUGIN_PRIORITY)
+    for op_name, named in ALTERNATIVES.items():  # timed by oar.incubate.autotune only when it is on
+        for name, kernel in named:
+            kernels.register_alternative(op_name, "cpu", kernel, name=name, dtypes=DTYPES)
     # The int8 layers, where the CPU has AVX-512 VNNI (elsewhere none: oar-slim then keeps a
     # converted model's float QDQ program, which runs the float kernels above)
     for op_name, kernel in _qgemm.KERNELS.items():

@@ -55,6 +55,10 @@ def resolve_kernel(op: Op, backend: str, np_dtype: np.dtype) -> Callable[..., An
     entry = KERNELS.lookup(op.name, backend, dtype)
     if entry is not None:
         kernel = entry.fn
+        if KERNELS.tuner is not None:  # autotune is on: an op with alternatives gets the tuner's kernel
+            alternatives = KERNELS.alternatives(op.name, backend, dtype)
+            if alternatives:
+                kernel = KERNELS.tuner(op.name, backend, dtype, alternatives)
     elif op.float_only and not dtype.is_floating:
         # Integer and bool inputs of float math (exp, sin, mean, ...) compute in the default float.
         inner = resolve_kernel(op, backend, _dt.default_float().np)

@@ -195,6 +195,11 @@ class KernelEntry(NamedTuple):
 class KernelRegistry:
     """Kernels keyed by (op name, backend, dtype), each with a priority; the highest wins.
 
+    An op may also have *alternatives* for the same key (``register_alternative``): other ways to
+    compute the same result (another loop order, numpy's path beside a compiled one) that
+    ``oar.incubate.autotune`` times against the winning kernel on the shapes a model runs. The
+    lookup never sees them: with autotune off (no ``tuner``) nothing on the eager path changes.
+
     >>> import numpy as np
     >>> from oar.plugins import registries
     >>> kernels = registries().kernels
@@ -203,7 +208,11 @@ class KernelRegistry:
 
     def __init__(self):
         self._table: dict[tuple[str, str], list[KernelEntry]] = {}
+        self._alternatives: dict[tuple[str, str], list[tuple[str, KernelEntry]]] = {}
         self._ops: OpRegistry | None = None
+        # Called on a cache miss of an op with alternatives (``eager.resolve_kernel``), when set:
+        # tuner(op name, backend, dtype, [(name, fn), ...]) -> the kernel to cache.
+        self.tuner: Callable[..., Callable[..., Any]] | None = None
 
     def register(
         self,
@@ -221,6 +230,44 @@ class KernelRegistry:
         entries.sort(key=lambda e: -e.priority)
         self._invalidate(op)
         return fn
+
+    def register_alternative(
+        self,
+        op: str,
+        backend: str,
+        fn: Callable[..., Any],
+        *,
+        name: str,
+        dtypes: Iterable[Any] | None = None,
+    ) -> Callable[..., Any]:
+        """Register ``fn`` as another way to compute ``op`` on ``backend`` for ``dtypes`` (all if
+        None): same arguments, same results within the dtype's rounding, for every input the op
+        takes. ``name`` identifies it in autotune's cache file (``"<plugin>.<path>"``)."""
+        dts = frozenset(_dt.get_dtype(d) for d in dtypes) if dtypes is not None else None
+        self._alternatives.setdefault((op, backend), []).append(
+            (name, KernelEntry(PLUGIN_PRIORITY, dts, fn, current_source())))
+        self._invalidate(op)
+        return fn
+
+    def alternatives(self, op: str, backend: str, dtype: _dt.DType) -> list[tuple[str, Callable[..., Any]]]:
+        """The alternatives of ``op`` on ``backend`` for ``dtype`` as (name, kernel), the kernel
+        ``lookup`` finds first (named ``"default"``); empty when the op has no alternative."""
+        ensure_plugins_loaded()
+        found = [(n, e.fn) for n, e in self._alternatives.get((op, backend), ())
+                 if e.dtypes is None or dtype in e.dtypes]
+        default = self.lookup(op, backend, dtype)
+        return [("default", default.fn), *found] if found and default is not None else []
+
+    def ops_with_alternatives(self) -> list[str]:
+        ensure_plugins_loaded()
+        return sorted({op for (op, _), entries in self._alternatives.items() if entries})
+
+    def set_tuner(self, tuner: Callable[..., Callable[..., Any]] | None) -> None:
+        """Install (or, with None, remove) autotune's ``tuner``; the ops with alternatives forget
+        their cached kernels so that the next call resolves them again."""
+        self.tuner = tuner
+        for op in self.ops_with_alternatives():
+            self._invalidate(op)
 
     def _invalidate(self, op_name: str) -> None:
         if self._ops is not None:
@@ -243,13 +290,20 @@ class KernelRegistry:
         return sorted({b for (o, b) in self._table if o == op})
 
     def names_from(self, source: str) -> list[str]:
-        return sorted({f"{op}@{backend}" for (op, backend), es in self._table.items() for e in es if e.source == source})
+        return sorted({f"{op}@{backend}" for (op, backend), es in self._table.items() for e in es if e.source == source}
+                      | {f"{op}@{backend}:{n}" for (op, backend), es in self._alternatives.items()
+                         for n, e in es if e.source == source})
 
     def remove_source(self, source: str) -> None:
         for key, entries in self._table.items():
             kept = [e for e in entries if e.source != source]
             if len(kept) != len(entries):
                 entries[:] = kept
+                self._invalidate(key[0])
+        for key, named in self._alternatives.items():
+            kept_named = [(n, e) for n, e in named if e.source != source]
+            if len(kept_named) != len(named):
+                named[:] = kept_named
                 self._invalidate(key[0])
 
 

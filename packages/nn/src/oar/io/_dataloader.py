@@ -12,9 +12,11 @@ workers and unlinks every shared-memory block still in flight.
 from __future__ import annotations
 
 import contextlib
+import copy
 import importlib
 import itertools
 import json
+import logging
 import multiprocessing
 import os
 import pickle
@@ -29,6 +31,7 @@ import numpy as np
 import oar
 from oar import to_tensor
 from oar.errors import ArgumentError
+from oar.incubate import autotune as _autotune
 from oar.io import _shared_memory as shm
 from oar.io._collate import restore_batch, to_output
 from oar.io._dataset import IterableDataset
@@ -38,6 +41,7 @@ from oar.ops import NP_TO_DTYPE, Tensor, place_backend
 from oar.profiler import RECORDERS, RecordEvent, TracerEventType
 
 _JOIN_SECONDS = 2.0  # how long a stopping worker may take to leave before it is terminated
+_logger = logging.getLogger("oar.io")
 
 
 def _draw_base_seed() -> int:
@@ -129,6 +133,7 @@ class DataLoader:
         self.drop_last = drop_last
         self._auto_collate = batch_sampler is not None or self.batch_size is not None
         self._pool_iter = None  # the iterator that owns the persistent workers
+        self._tuned = False  # whether oar.incubate.autotune has picked num_workers for this loader
 
     def _tasks(self):
         """What each batch is made of: lists of indices, single indices, or (for an
@@ -144,6 +149,9 @@ class DataLoader:
                        self.drop_last)
 
     def __iter__(self):
+        if not self._tuned and not self._iterable and _autotune.dataloader_tuning_steps():
+            self._tuned = True  # once per loader: the first pass picks num_workers for the run
+            return _TuningIter(self, _autotune.dataloader_tuning_steps())
         if self.num_workers == 0:
             return _SingleProcessIter(self)
         if self.persistent_workers:
@@ -210,21 +218,26 @@ def _leaves(batch) -> list:
 
 
 class _ProfiledNext:
-    """Each wait for a batch is a ``Dataloader`` span while a profiler records (``oar.profiler``)."""
+    """Each wait for a batch is a ``Dataloader`` span while a profiler records (``oar.profiler``),
+    and each batch a step of ``oar.incubate.autotune``."""
 
     def __next__(self):
         if not RECORDERS:
-            return self._next()
-        with RecordEvent("DataLoader.next", TracerEventType.Dataloader):
-            return self._next()
+            batch = self._next()
+        else:
+            with RecordEvent("DataLoader.next", TracerEventType.Dataloader):
+                batch = self._next()
+        _autotune.step()  # each batch handed out is a step of oar.incubate.autotune's tuning range
+        return batch
 
 
 class _SingleProcessIter(_ProfiledNext):
     """``num_workers=0``: each batch is loaded in the calling thread when it is asked for, so
     random augmentations draw from the global generators in a reproducible order."""
 
-    def __init__(self, loader: DataLoader):
-        _draw_base_seed()
+    def __init__(self, loader: DataLoader, base_seed: int | None = None):
+        if base_seed is None:  # (a tuning pass draws one for all its trials)
+            _draw_base_seed()
         self._fetcher = loader._fetcher()
         self._fetcher.restart()
         self._tasks = loader._tasks()
@@ -390,8 +403,8 @@ class _WorkerPool:
 class _MultiProcessIter(_ProfiledNext):
     """``num_workers > 0``: batches computed by worker processes, delivered in order."""
 
-    def __init__(self, loader: DataLoader):
-        base_seed = _draw_base_seed()
+    def __init__(self, loader: DataLoader, base_seed: int | None = None):
+        base_seed = _draw_base_seed() if base_seed is None else base_seed
         self._num_workers = loader.num_workers
         self._in_flight = loader.num_workers * (loader.prefetch_factor if loader.use_buffer_reader else 1)
         self._timeout = loader.timeout
@@ -510,6 +523,86 @@ class _MultiProcessIter(_ProfiledNext):
         """Stop the workers now (otherwise they stop at the end of the pass, or when this iterator
         is garbage collected)."""
         self._pool.shutdown()
+
+
+class _TuningIter(_ProfiledNext):
+    """A loader's first pass under ``oar.incubate.autotune``'s DataLoader tuning: the first
+    ``tuning_steps`` batches are shared among a few ``num_workers`` values (each value's batches
+    loaded by a pass of its own over its share of the tasks), the value with the most batches per
+    second is kept in ``loader.num_workers`` and loads the rest of the pass. The tasks are drawn
+    once, so every sample comes once and in the order the loader gives without tuning."""
+
+    def __init__(self, loader: DataLoader, tuning_steps: int):
+        self._base_seed = _draw_base_seed()  # before the sampler draws, as for a plain pass
+        self._loader = loader
+        self._tasks = loader._tasks()
+        self._length = len(loader)
+        cpus = os.cpu_count() or 1
+        candidates = sorted({0, 1, 2, loader.num_workers, *(n for n in (4, 8, 16) if n <= cpus)})
+        candidates = [n for n in candidates if n <= max(cpus, loader.num_workers)]
+        per_trial = min(tuning_steps, self._length) // len(candidates)
+        self._trials = iter(candidates if per_trial >= 2 else [])
+        self._per_trial = per_trial
+        self._rates: dict[int, float] = {}
+        self._current = None
+        # (num_workers, batches so far, when the first and the last came): the first batch, with the
+        # workers' start-up, is not timed
+        self._trial: tuple[int, int, float, float] | None = None
+
+    def _start(self, num_workers: int | None, count: int | None):
+        trial = copy.copy(self._loader)
+        trial.num_workers = num_workers
+        trial.persistent_workers = False
+        trial._pool_iter = None  # (the copy's __del__ must not stop the loader's own workers)
+        tasks = self._tasks if count is None else itertools.islice(self._tasks, count)
+        trial._tasks = lambda: tasks  # this pass's tasks, not a new draw of the sampler
+        kind = _SingleProcessIter if num_workers == 0 else _MultiProcessIter
+        return kind(trial, base_seed=self._base_seed)
+
+    def _finish_trial(self) -> None:
+        num_workers, batches, first, last = self._trial
+        if batches >= 2:
+            self._rates[num_workers] = (batches - 1) / max(last - first, 1e-9)
+        self._trial = None
+
+    def _next(self):
+        while True:
+            if self._current is None:
+                num_workers = next(self._trials, None)
+                if num_workers is None:
+                    self._choose()
+                    self._current = self._start(self._loader.num_workers, None)
+                else:
+                    self._current = self._start(num_workers, self._per_trial)
+                    self._trial = (num_workers, 0, 0.0, 0.0)
+            try:
+                batch = self._current._next()
+            except StopIteration:
+                if self._trial is None:
+                    raise
+                self._finish_trial()
+                self._current = None
+                continue
+            if self._trial is not None:
+                num_workers, batches, first, _ = self._trial
+                now = time.perf_counter()
+                self._trial = (num_workers, batches + 1, now if batches == 0 else first, now)
+            return batch
+
+    def _choose(self) -> None:
+        if not self._rates:
+            return
+        best = max(self._rates, key=self._rates.__getitem__)
+        tried = ", ".join(f"{n}: {rate:.1f}" for n, rate in sorted(self._rates.items()))
+        _logger.info("DataLoader autotune: num_workers=%d chosen (batches/s by num_workers: %s)", best, tried)
+        self._loader.num_workers = best
+        self._loader.autotune_rates = dict(self._rates)
+
+    def __iter__(self):
+        return self
+
+    def __len__(self) -> int:
+        return self._length
 
 
 __all__ = ["DataLoader"]

@@ -37,7 +37,7 @@ from oar.errors import ArgumentError, DeviceError
 from oar.nn.clip import ClipGradBase
 from oar.ops import Tensor, get_backend
 from oar.optimizer.lr import LRScheduler
-from oar.profiler import RecordEvent, TracerEventType
+from oar.profiler import RECORDERS, RecordEvent, TracerEventType
 from oar.regularizer import WeightDecayRegularizer, as_regularizer
 
 # (optimizer type, backend) -> rule(param, grad, lr, state, **hyperparameters), in place.
@@ -230,7 +230,13 @@ class Optimizer:
     # -- the step ------------------------------------------------------------------------------
     def step(self) -> None:
         """Update every parameter that has a gradient, once."""
-        with oar.no_grad(), RecordEvent(f"{type(self).__name__}.step", TracerEventType.Optimization):
+        if RECORDERS:  # a profiler records: the step is a span (no span object otherwise)
+            with RecordEvent(f"{type(self).__name__}.step", TracerEventType.Optimization):
+                return self._step_groups()
+        return self._step_groups()
+
+    def _step_groups(self) -> None:
+        with oar.no_grad():
             for group in self._param_groups:
                 pairs = [(p, p.grad) for p in group["params"] if not p.stop_gradient and p.grad is not None]
                 if pairs:
