@@ -74,7 +74,49 @@ class _Bucket:
         return self.buffer[start:start + int(np.prod(self.params[i].shape, dtype=np.int64))]
 
 
-class DataParallel(nn.Layer):
+class GradientSyncLayer(nn.Layer):
+    """What every wrapper that reduces a layer's gradients over the ranks shares (``DataParallel``,
+    sharding stage 2's model): the wrapped layer's forward and state dict, rank 0's state at
+    wrap time, and ``no_sync``. Subclasses set ``_layers``, ``_group`` and ``_sync = True``."""
+
+    def forward(self, *inputs, **kwargs):
+        return self._layers(*inputs, **kwargs)
+
+    def state_dict(self, *args, **kwargs):
+        """The wrapped layer's state dict (no ``_layers.`` prefix), as Paddle's."""
+        return self._layers.state_dict(*args, **kwargs)
+
+    def set_state_dict(self, *args, **kwargs):
+        return self._layers.set_state_dict(*args, **kwargs)
+
+    set_dict = set_state_dict
+    load_dict = set_state_dict
+
+    @contextlib.contextmanager
+    def no_sync(self):
+        """Backward passes inside accumulate gradients locally without communicating; the first
+        backward after the block reduces the sum (gradient accumulation over several batches).
+
+        >>> import oar
+        >>> model = oar.DataParallel(oar.nn.Linear(2, 1))
+        >>> with model.no_sync():
+        ...     model(oar.ones([1, 2])).sum().backward()
+        """
+        previous, self._sync = self._sync, False
+        try:
+            yield
+        finally:
+            self._sync = previous
+
+    def _broadcast_state(self) -> None:
+        """Every rank of the group takes the group's first rank's parameters and buffers."""
+        root = self._group.ranks[0]
+        with oar.no_grad():
+            for tensor in [*self._layers.parameters(), *self._layers.buffers()]:
+                collective.broadcast(tensor, src=root, group=self._group)
+
+
+class DataParallel(GradientSyncLayer):
     """Run ``layers`` data-parallel over the ranks of the job, as ``paddle.DataParallel``.
 
     Wrapping broadcasts rank 0's parameters and buffers; each backward then averages the
@@ -116,20 +158,7 @@ class DataParallel(nn.Layer):
             self._broadcast_state()
             self._build_buckets(comm_buffer_size * _MB, last_comm_buffer_size * _MB)
 
-    # -- the model ---------------------------------------------------------------------------------
-    def forward(self, *inputs, **kwargs):
-        return self._layers(*inputs, **kwargs)
-
-    def state_dict(self, *args, **kwargs):
-        """The wrapped layer's state dict (no ``_layers.`` prefix), as Paddle's."""
-        return self._layers.state_dict(*args, **kwargs)
-
-    def set_state_dict(self, *args, **kwargs):
-        return self._layers.set_state_dict(*args, **kwargs)
-
-    set_dict = set_state_dict
-    load_dict = set_state_dict
-
+    # -- Paddle 2.0's explicit calls, kept for old scripts -------------------------------------------
     def scale_loss(self, loss):
         """Paddle 2.0's explicit scaling, kept for old scripts: gradients are averaged already."""
         return loss
@@ -137,29 +166,7 @@ class DataParallel(nn.Layer):
     def apply_collective_grads(self) -> None:
         """Paddle 2.0's explicit reduction, kept for old scripts: backward has reduced them."""
 
-    @contextlib.contextmanager
-    def no_sync(self):
-        """Backward passes inside accumulate gradients locally without communicating; the first
-        backward after the block averages the sum (gradient accumulation over several batches).
-
-        >>> import oar
-        >>> model = oar.DataParallel(oar.nn.Linear(2, 1))
-        >>> with model.no_sync():
-        ...     model(oar.ones([1, 2])).sum().backward()
-        """
-        previous, self._sync = self._sync, False
-        try:
-            yield
-        finally:
-            self._sync = previous
-
     # -- set-up ------------------------------------------------------------------------------------
-    def _broadcast_state(self) -> None:
-        root = self._group.ranks[0]
-        with oar.no_grad():
-            for tensor in [*self._layers.parameters(), *self._layers.buffers()]:
-                collective.broadcast(tensor, src=root, group=self._group)
-
     def _build_buckets(self, size: float, first_size: float) -> None:
         # Gradients come in roughly the reverse of the order layers were created: so do buckets.
         params = [p for p in reversed(self._layers.parameters()) if not p.stop_gradient]

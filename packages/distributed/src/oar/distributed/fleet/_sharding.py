@@ -39,7 +39,6 @@ exist alike on every rank (the owners would differ).
 
 from __future__ import annotations
 
-import contextlib
 import weakref
 
 import numpy as np
@@ -48,7 +47,7 @@ import oar
 import oar.nn as nn
 from oar.autograd import queue_callback
 from oar.distributed import _collective as collective
-from oar.distributed._parallel import DataParallel
+from oar.distributed._parallel import DataParallel, GradientSyncLayer
 from oar.errors import ArgumentError
 
 _MB = 1 << 20
@@ -143,7 +142,7 @@ class _ReduceBucket:
             self.flat = np.zeros(self.numel + len(self.params), self.dtype)
 
 
-class ShardedGradientModel(nn.Layer):
+class ShardedGradientModel(GradientSyncLayer):
     """Stage 2's model side: wrap ``layers`` so that each backward reduces every gradient to its
     owner rank (mean) and the other ranks drop it. Made by ``sharding_model(model, stage=2)``.
 
@@ -187,43 +186,6 @@ class ShardedGradientModel(nn.Layer):
                 for i, p in enumerate(members):
                     self._place[id(p)] = (bucket, i)
                     self._hooks.append(p.register_post_accumulate_grad_hook(self._gradient_ready))
-
-    # -- the model ---------------------------------------------------------------------------------
-    def forward(self, *inputs, **kwargs):
-        return self._layers(*inputs, **kwargs)
-
-    def state_dict(self, *args, **kwargs):
-        """The wrapped layer's state dict (no ``_layers.`` prefix)."""
-        return self._layers.state_dict(*args, **kwargs)
-
-    def set_state_dict(self, *args, **kwargs):
-        return self._layers.set_state_dict(*args, **kwargs)
-
-    set_dict = set_state_dict
-    load_dict = set_state_dict
-
-    @contextlib.contextmanager
-    def no_sync(self):
-        """Backward passes inside accumulate full gradients locally, without communicating; the
-        first backward after the block reduces the sum to the owners.
-
-        >>> import oar
-        >>> from oar.distributed.fleet._sharding import sharding_model
-        >>> model = sharding_model(oar.nn.Linear(2, 1), stage=2)
-        >>> with model.no_sync():
-        ...     model(oar.ones([1, 2])).sum().backward()
-        """
-        previous, self._sync = self._sync, False
-        try:
-            yield
-        finally:
-            self._sync = previous
-
-    def _broadcast_state(self) -> None:
-        root = self._group.ranks[0]
-        with oar.no_grad():
-            for tensor in [*self._layers.parameters(), *self._layers.buffers()]:
-                collective.broadcast(tensor, src=root, group=self._group)
 
     # -- during backward ---------------------------------------------------------------------------
     def _gradient_ready(self, param) -> None:
