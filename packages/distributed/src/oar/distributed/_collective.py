@@ -27,7 +27,7 @@ import numpy as np
 
 import oar
 from oar.distributed._backend import Call, SingleProcessBackend
-from oar.distributed._env import launched_with_mpi
+from oar.distributed._env import launched_rank_and_size, launched_with_mpi
 from oar.errors import ArgumentError, OarError, ShapeError
 
 DEFAULT_TIMEOUT = 300.0  # seconds: long enough for a slow first step, short enough to beat a silent hang
@@ -216,8 +216,6 @@ def get_rank(group: Group | None = None) -> int:
     if group is not None:
         return group.rank
     if _STATE is None:
-        from oar.distributed._env import launched_rank_and_size
-
         return launched_rank_and_size()[0]
     return _STATE.backend.rank
 
@@ -232,8 +230,6 @@ def get_world_size(group: Group | None = None) -> int:
     if group is not None:
         return group.nranks
     if _STATE is None:
-        from oar.distributed._env import launched_rank_and_size
-
         return launched_rank_and_size()[1]
     return _STATE.backend.world_size
 

@@ -8,9 +8,10 @@ hook then -- and a full bucket starts its all-reduce at once, while the rest of 
 Buckets start in one fixed order on every rank (a bucket waits for those before it), so the ranks'
 collectives always match. After the first step each parameter's ``.grad`` *is* its segment of
 the bucket (a tensor over that memory, ``oar.from_numpy``): backward accumulates into the bucket
-and the mean is computed where it was reduced, so a step copies no gradient in or out. When the backward ends (``oar.autograd.queue_callback``) every bucket
-has been reduced, and each gradient is the mean over the ranks: a step then moves every rank's
-parameters alike, as one process would on the global batch with a mean-reduced loss.
+and the mean is computed where it was reduced, so a step copies no gradient in or out. When the
+backward ends (``oar.autograd.queue_callback``) every bucket has been reduced, and each gradient
+is the mean over the ranks: a step then moves every rank's parameters alike, as one process would
+on the global batch with a mean-reduced loss.
 
 A parameter that got no gradient (a layer the forward skipped) is where Paddle's users see hangs.
 Here the remaining buckets still go out, filled with zeros, so no rank waits forever, and then
@@ -115,6 +116,31 @@ class GradientSyncLayer(nn.Layer):
             for tensor in [*self._layers.parameters(), *self._layers.buffers()]:
                 collective.broadcast(tensor, src=root, group=self._group)
 
+    # The buckets: each has ``params``, ``filled`` (indices whose gradient it holds in this
+    # backward) and ``task``; ``_buckets[:_next_bucket]`` have started their collective.
+    def _watch(self, bucket) -> None:
+        """Add ``bucket``: each of its parameters' finished gradients calls ``_gradient_ready``."""
+        self._buckets.append(bucket)
+        for i, p in enumerate(bucket.params):
+            self._place[id(p)] = (bucket, i)
+            self._hooks.append(p.register_post_accumulate_grad_hook(self._gradient_ready))
+
+    def _claim(self, param):
+        """The ``(bucket, index)`` of ``param``, whose gradient this backward has just finished,
+        or None when it needs nothing (inside ``no_sync``, or already taken in this backward).
+        The first claim of a backward asks for ``_finish_backward`` at its end."""
+        if not self._sync:
+            return None
+        if not self._active:
+            self._active = True
+            queue_callback(self._finish_backward)
+        bucket, i = self._place[id(param)]
+        return None if i in bucket.filled else (bucket, i)
+
+    def _progress_started(self) -> None:
+        for bucket in self._buckets[:self._next_bucket]:
+            bucket.task.is_completed()  # MPI progresses only inside its calls: let the started ones move
+
 
 class DataParallel(GradientSyncLayer):
     """Run ``layers`` data-parallel over the ranks of the job, as ``paddle.DataParallel``.
@@ -186,29 +212,20 @@ class DataParallel(GradientSyncLayer):
         if current:
             groups.append(current)
         for index, members in enumerate(groups):
-            bucket = _Bucket(index, members, self.find_unused_parameters)
-            self._buckets.append(bucket)
-            for i, p in enumerate(members):
-                self._place[id(p)] = (bucket, i)
-                self._hooks.append(p.register_post_accumulate_grad_hook(self._gradient_ready))
+            self._watch(_Bucket(index, members, self.find_unused_parameters))
 
     # -- during backward ---------------------------------------------------------------------------
     def _gradient_ready(self, param) -> None:
-        if not self._sync:
+        claimed = self._claim(param)
+        if claimed is None:
             return
-        if not self._active:
-            self._active = True
-            queue_callback(self._finish_backward)
-        bucket, i = self._place[id(param)]
-        if i in bucket.filled:
-            return  # a second gradient for it in this backward: it is accumulated in .grad already
+        bucket, i = claimed
         if param.grad is not bucket.views[i]:  # a .grad of its own (the first step, or set by the user)
             bucket.segment(i)[...] = param.grad.numpy(copy=False).reshape(-1)
         bucket.filled.add(i)
         bucket.pending -= 1
         self._start_ready_buckets()
-        for earlier in self._buckets[:self._next_bucket]:
-            earlier.task.is_completed()  # MPI progresses only inside its calls: let the started ones move
+        self._progress_started()
 
     def _start_ready_buckets(self) -> None:
         while self._next_bucket < len(self._buckets) and self._buckets[self._next_bucket].pending == 0:

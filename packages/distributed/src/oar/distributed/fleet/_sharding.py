@@ -45,7 +45,6 @@ import numpy as np
 
 import oar
 import oar.nn as nn
-from oar.autograd import queue_callback
 from oar.distributed import _collective as collective
 from oar.distributed._parallel import DataParallel, GradientSyncLayer
 from oar.errors import ArgumentError
@@ -168,7 +167,7 @@ class ShardedGradientModel(GradientSyncLayer):
         self._active = False
         self._buckets: list[_ReduceBucket] = []
         self._place: dict[int, tuple[_ReduceBucket, int]] = {}
-        self._next = 0
+        self._next_bucket = 0
         self._hooks = []
         params = list({id(p): p for p in layers.parameters() if not p.stop_gradient}.values())
         owners = assign_owners(params, self._group.nranks)
@@ -181,22 +180,14 @@ class ShardedGradientModel(GradientSyncLayer):
             order = [p for p in reversed(params)]
             key = lambda p: (self.owners[id(p)], p.numpy(copy=False).dtype.str)  # noqa: E731
             for index, members in enumerate(_buckets(order, key, limit)):
-                bucket = _ReduceBucket(index, members, self.owners[id(members[0])])
-                self._buckets.append(bucket)
-                for i, p in enumerate(members):
-                    self._place[id(p)] = (bucket, i)
-                    self._hooks.append(p.register_post_accumulate_grad_hook(self._gradient_ready))
+                self._watch(_ReduceBucket(index, members, self.owners[id(members[0])]))
 
     # -- during backward ---------------------------------------------------------------------------
     def _gradient_ready(self, param) -> None:
-        if not self._sync:
+        claimed = self._claim(param)
+        if claimed is None:
             return
-        if not self._active:
-            self._active = True
-            queue_callback(self._finish_backward)
-        bucket, i = self._place[id(param)]
-        if i in bucket.filled:
-            return
+        bucket, i = claimed
         bucket.allocate()
         bucket.segment(i)[...] = param.grad.numpy(copy=False).reshape(-1)
         bucket.flat[bucket.numel + i] = 1
@@ -204,22 +195,21 @@ class ShardedGradientModel(GradientSyncLayer):
         if bucket.owner != collective.get_rank():
             param.grad = None  # copied into the bucket: a non-owner holds no gradient from here on
         self._start_ready()
-        for earlier in self._buckets[:self._next]:
-            earlier.task.is_completed()  # MPI progresses only inside its calls: let the started ones move
+        self._progress_started()
 
     def _start_ready(self) -> None:
-        while self._next < len(self._buckets) and len(self._buckets[self._next].filled) == \
-                len(self._buckets[self._next].params):
-            bucket = self._buckets[self._next]
+        while self._next_bucket < len(self._buckets) and len(self._buckets[self._next_bucket].filled) == \
+                len(self._buckets[self._next_bucket].params):
+            bucket = self._buckets[self._next_bucket]
             bucket.tensor = oar.to_tensor(bucket.flat)
             bucket.flat = None
             bucket.task = collective.reduce(bucket.tensor, dst=bucket.owner, op=collective.ReduceOp.AVG,
                                             group=self._group, sync_op=False)
-            self._next += 1
+            self._next_bucket += 1
 
     def _finish_backward(self) -> None:
         self._active = False
-        for bucket in self._buckets[self._next:]:
+        for bucket in self._buckets[self._next_bucket:]:
             # A parameter this rank did not use: zeros and a 0 flag, so no other rank waits forever.
             bucket.allocate()
             bucket.filled.update(range(len(bucket.params)))
@@ -238,7 +228,7 @@ class ShardedGradientModel(GradientSyncLayer):
                     p.grad = None  # also a parameter this rank did not use
             bucket.tensor = bucket.task = None
             bucket.filled.clear()
-        self._next = 0
+        self._next_bucket = 0
 
 
 def sharding_model(model: nn.Layer, stage: int = 1, group=None, **kwargs) -> nn.Layer:
