@@ -70,6 +70,14 @@ evens = dist.new_group([q for q in range(n) if q % 2 == 0])
 if r % 2 == 0:
     x = oar.to_tensor(base(r)); dist.all_reduce(x, group=evens); got["group all_reduce"] = x.numpy().tolist()
     got["group rank"] = [evens.rank, evens.nranks, dist.get_rank(evens)]
+else:  # outside the group: the call does nothing here, with a warning (as Paddle)
+    import warnings
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        x = oar.to_tensor(base(r))
+        returned = dist.all_reduce(x, group=evens)
+    got["non-member"] = [returned is None, x.numpy().tolist() == base(r).tolist(),
+                         "is not in the group" in str(caught[0].message), caught[0].filename == __file__]  # the user's line
 dist.barrier()
 print("RESULT", json.dumps(got))
 """
@@ -114,6 +122,8 @@ def expected(r: int, n: int) -> dict:
         evens = [q for q in ranks if q % 2 == 0]
         want["group all_reduce"] = np.stack([base(q) for q in evens]).sum(0)
         want["group rank"] = [evens.index(r), len(evens), evens.index(r)]
+    else:
+        want["non-member"] = [True, True, True, True]
     return want
 
 

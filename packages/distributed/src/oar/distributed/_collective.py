@@ -17,10 +17,12 @@ collectives write in place.
 from __future__ import annotations
 
 import datetime
+import functools
 import json
 import os
 import sys
 import time
+import warnings
 import zlib
 
 import numpy as np
@@ -369,6 +371,10 @@ def _user_site() -> str:
     return "<unknown>"
 
 
+class _NotAMember(Exception):
+    """Raised by ``_group_of`` on a rank outside the group; ``_members_only`` turns it into a no-op."""
+
+
 def _group_of(group: Group | None, fn: str) -> Group:
     if group is None:
         if _state().world is None:
@@ -376,7 +382,24 @@ def _group_of(group: Group | None, fn: str) -> Group:
         return _world()
     if not isinstance(group, Group):
         raise ArgumentError(f"{fn}: group must be a Group from oar.distributed.new_group, got {type(group).__name__}")
+    if not group.is_member():
+        warnings.warn(f"{fn}: rank {_state().backend.rank} is not in the group {group.ranks}, so it takes no part "
+                      "and the call does nothing here (as in Paddle)", stacklevel=4)
+        raise _NotAMember
     return group
+
+
+def _members_only(fn):
+    """A collective that does nothing (returns None) on a rank outside its group, as Paddle's."""
+
+    @functools.wraps(fn)
+    def collective(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except _NotAMember:
+            return None
+
+    return collective
 
 
 def _start(fn: str, group: Group, details: dict, start, finish=None, sync_op: bool = True):
@@ -446,6 +469,7 @@ def _writer(tensor, array):
     return lambda: tensor.set_value(array.reshape(tensor.shape))
 
 
+@_members_only
 def all_reduce(tensor, op=ReduceOp.SUM, group: Group | None = None, sync_op: bool = True):
     """Reduce ``tensor`` over the group's ranks and leave the result in ``tensor`` on every rank.
 
@@ -464,6 +488,7 @@ def all_reduce(tensor, op=ReduceOp.SUM, group: Group | None = None, sync_op: boo
                   lambda: _state().backend.all_reduce(group.comm, array, name), _writer(tensor, array), sync_op)
 
 
+@_members_only
 def broadcast(tensor, src: int, group: Group | None = None, sync_op: bool = True):
     """Copy ``tensor`` of global rank ``src`` into ``tensor`` on every rank of the group."""
     fn = "broadcast"
@@ -476,6 +501,7 @@ def broadcast(tensor, src: int, group: Group | None = None, sync_op: bool = True
                   lambda: _state().backend.broadcast(group.comm, array, root), finish, sync_op)
 
 
+@_members_only
 def reduce(tensor, dst: int, op=ReduceOp.SUM, group: Group | None = None, sync_op: bool = True):
     """Reduce ``tensor`` over the group into ``tensor`` of global rank ``dst`` (the others keep theirs)."""
     fn = "reduce"
@@ -519,6 +545,7 @@ def _check_whole(fn: str, out, n: int, like, what: str) -> None:
                          f"{like.dtype.name} {expected} (the inputs concatenated along dim 0)")
 
 
+@_members_only
 def all_gather(tensor_list, tensor, group: Group | None = None, sync_op: bool = True):
     """Every rank's ``tensor``, in rank order, on every rank: into ``tensor_list`` (filled if it
     holds one tensor per rank, appended to if empty) or into one tensor of the inputs
@@ -546,6 +573,7 @@ def all_gather(tensor_list, tensor, group: Group | None = None, sync_op: bool = 
                   finish, sync_op)
 
 
+@_members_only
 def gather(tensor, gather_list=None, dst: int = 0, group: Group | None = None, sync_op: bool = True):
     """Every rank's ``tensor`` into ``gather_list`` on global rank ``dst`` (Paddle's ``gather``)."""
     fn = "gather"
@@ -565,6 +593,7 @@ def gather(tensor, gather_list=None, dst: int = 0, group: Group | None = None, s
                   lambda: _state().backend.gather(group.comm, send, received, root), finish, sync_op)
 
 
+@_members_only
 def scatter(tensor, tensor_list=None, src: int = 0, group: Group | None = None, sync_op: bool = True):
     """Global rank ``src`` sends ``tensor_list[i]`` to the group's rank ``i``, into its ``tensor``."""
     fn = "scatter"
@@ -584,6 +613,7 @@ def scatter(tensor, tensor_list=None, src: int = 0, group: Group | None = None, 
                   sync_op)
 
 
+@_members_only
 def reduce_scatter(tensor, tensor_list, op=ReduceOp.SUM, group: Group | None = None, sync_op: bool = True):
     """Reduce ``tensor_list[i]`` over the ranks into ``tensor`` of the group's rank ``i``;
     ``tensor_list`` may also be one tensor of the pieces concatenated along dim 0."""
@@ -605,6 +635,7 @@ def reduce_scatter(tensor, tensor_list, op=ReduceOp.SUM, group: Group | None = N
                   _writer(tensor, received), sync_op)
 
 
+@_members_only
 def alltoall(out_tensor_list, in_tensor_list, group: Group | None = None, sync_op: bool = True):
     """Rank ``i`` sends ``in_tensor_list[j]`` to rank ``j``, which receives it as
     ``out_tensor_list[i]`` (Paddle 3's argument order: output first)."""
@@ -623,6 +654,7 @@ def alltoall(out_tensor_list, in_tensor_list, group: Group | None = None, sync_o
                   lambda: _fill_list(fn, out_tensor_list, received, like), sync_op)
 
 
+@_members_only
 def alltoall_single(out_tensor, in_tensor, in_split_sizes=None, out_split_sizes=None, group: Group | None = None,
                     sync_op: bool = True):
     """``in_tensor`` split along dim 0 -- evenly, or into ``in_split_sizes`` rows -- and part ``j``
@@ -689,21 +721,25 @@ def _point_to_point(fn: str, tensor, peer, group, sync_op, tag: int = 0):
     return task
 
 
+@_members_only
 def send(tensor, dst: int = 0, group: Group | None = None, sync_op: bool = True):
     """Send ``tensor`` to global rank ``dst``, which calls ``recv``."""
     return _point_to_point("send", tensor, dst, group, sync_op)
 
 
+@_members_only
 def recv(tensor, src: int = 0, group: Group | None = None, sync_op: bool = True):
     """Receive into ``tensor`` what global rank ``src`` sends."""
     return _point_to_point("recv", tensor, src, group, sync_op)
 
 
+@_members_only
 def isend(tensor, dst: int, group: Group | None = None) -> Task:
     """``send`` without waiting: returns a ``Task``."""
     return _point_to_point("isend", tensor, dst, group, False)
 
 
+@_members_only
 def irecv(tensor, src: int | None = None, group: Group | None = None) -> Task:
     """``recv`` without waiting: returns a ``Task``."""
     if src is None:
@@ -711,6 +747,7 @@ def irecv(tensor, src: int | None = None, group: Group | None = None) -> Task:
     return _point_to_point("irecv", tensor, src, group, False)
 
 
+@_members_only
 def barrier(group: Group | None = None) -> None:
     """Wait until every rank of the group has reached this line."""
     group = _group_of(group, "barrier")
@@ -748,6 +785,7 @@ def _gather_bytes(fn: str, data: bytes, group: Group) -> list[bytes]:
     return [bytes(received[i, :int(lengths[i, 0])]) for i in range(n)]
 
 
+@_members_only
 def all_gather_object(object_list: list, obj, group: Group | None = None) -> None:
     """Every rank's ``obj`` appended to ``object_list`` in rank order. Objects travel as JSON, so
     a tuple arrives as a list; anything JSON cannot hold is refused (oar never unpickles what a
@@ -766,6 +804,7 @@ def all_gather_object(object_list: list, obj, group: Group | None = None) -> Non
     object_list.extend(json.loads(b) for b in _gather_bytes(fn, _encode(obj, fn), group))
 
 
+@_members_only
 def broadcast_object_list(object_list: list, src: int, group: Group | None = None) -> None:
     """Replace ``object_list``'s items with those of global rank ``src`` (as JSON)."""
     fn = "broadcast_object_list"
@@ -777,6 +816,7 @@ def broadcast_object_list(object_list: list, src: int, group: Group | None = Non
     object_list[:] = json.loads(data)
 
 
+@_members_only
 def send_object_list(object_list: list, dst: int | None = None, group: Group | None = None,
                      dst_in_group: int | None = None) -> None:
     """Send ``object_list`` (as JSON) to global rank ``dst`` (or the group's rank
@@ -791,6 +831,7 @@ def send_object_list(object_list: list, dst: int | None = None, group: Group | N
     send(oar.to_tensor(data), dst=peer, group=group)
 
 
+@_members_only
 def recv_object_list(object_list: list, src: int | None = None, group: Group | None = None,
                      src_in_group: int | None = None) -> None:
     """Replace ``object_list``'s items with those global rank ``src`` (or the group's rank
@@ -818,6 +859,7 @@ def _peer(fn: str, group: Group, rank, rank_in_group, what: str) -> int:
     return int(rank)
 
 
+@_members_only
 def scatter_object_list(out_object_list: list, in_object_list=None, src: int = 0,
                         group: Group | None = None) -> None:
     """Global rank ``src``'s ``in_object_list[i]`` becomes ``out_object_list[0]`` on rank ``i`` (as JSON)."""
