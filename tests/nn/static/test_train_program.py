@@ -172,3 +172,73 @@ def test_one_derived_program_serves_every_batch_size():
     plan = training.last_plan
     x_value = plan.derived.program.values[plan.derived.program.feeds[0]]
     assert x_value.shape[0] is None  # the batch dim stays dynamic in the derived program
+
+
+# -- eval mode without no_grad: the inference program, the training forward only for a backward --
+
+def _eval_pair(make, spec, shape, seed=0):
+    """As ``_pair``, both in eval mode, the static one called once already (the capture's own call
+    runs through the tracer, not the program)."""
+    eager, static = _pair(make, spec, seed)
+    eager.eval()
+    static.eval()
+    static(oar.zeros(shape))
+    return eager, static
+
+
+def test_an_eval_call_without_no_grad_runs_the_inference_program_until_a_backward_comes():
+    eager, static = _eval_pair(NormDropNet, [InputSpec([None, 1, 6, 6], name="x")], [5, 1, 6, 6])
+    data = np.random.default_rng(4).standard_normal((5, 1, 6, 6)).astype("float32")
+    x_static = oar.to_tensor(data, stop_gradient=False)
+    x_eager = oar.to_tensor(data, stop_gradient=False)
+    mean_before = static.bn._mean.numpy().copy()
+    out = static(x_static)
+    capture = static.forward._last
+    assert capture._training is None and capture._train is None  # nothing of the training path was built
+    assert not out.stop_gradient
+    expected = eager(x_eager)
+    np.testing.assert_allclose(out.numpy(), expected.numpy(), rtol=1e-5, atol=1e-6)
+    (out * out).sum().backward()
+    (expected * expected).sum().backward()
+    np.testing.assert_allclose(x_static.grad.numpy(), x_eager.grad.numpy(), rtol=1e-4, atol=1e-6)
+    for (name, p), q in zip(static.named_parameters(), eager.parameters()):
+        np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), rtol=1e-4, atol=1e-6, err_msg=name)
+    np.testing.assert_array_equal(static.bn._mean.numpy(), mean_before)  # eval: no running statistics written
+
+
+def test_an_eval_call_refuses_a_backward_after_its_input_changed_in_place():
+    _, static = _eval_pair(MLP, [InputSpec([None, 12], name="x")], [2, 12])
+    x = oar.to_tensor(np.ones((2, 12), "float32"))  # needs no gradient, but the recomputation reads it
+    out = static(x)
+    x.add_(oar.ones_like(x))
+    with pytest.raises(oar.errors.GradientError, match="modified in place after the forward"):
+        out.sum().backward()
+
+
+def test_an_eval_call_gives_second_order_gradients_as_eager():
+    eager, static = _eval_pair(MLP, [InputSpec([None, 12], name="x")], [2, 12])
+    data = np.random.default_rng(5).standard_normal((3, 12)).astype("float32")
+    got, expected = [], []
+    for model, results in ((static, got), (eager, expected)):
+        x = oar.to_tensor(data, stop_gradient=False)
+        (gx,) = oar.grad(model(x).sum(), [x], create_graph=True)
+        (ggx,) = oar.grad((gx * gx).sum(), [x])
+        results += [gx.numpy(), ggx.numpy()]
+    for a, b in zip(got, expected):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
+
+
+def test_an_eval_model_that_draws_random_numbers_trains_through_the_recorded_forward():
+    class Noisy(nn.Layer):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(4, 2)
+
+        def forward(self, x):
+            return self.fc(x + oar.rand(x.shape))
+
+    _, static = _eval_pair(Noisy, [InputSpec([2, 4], name="x")], [2, 4])
+    out = static(oar.ones([2, 4]))
+    out.sum().backward()  # a recomputation would draw other numbers: this call recorded its forward
+    assert static.forward._last._training is not None or static.forward._last._train is not None
+    np.testing.assert_allclose(static.fc.bias.grad.numpy(), [2.0, 2.0])

@@ -10,6 +10,13 @@ behave as in eager). A random op's draw (dropout's mask) is a forward value: the
 the very mask the forward used. A gradient that flows out of one ``cond`` branch only comes with
 a flag output: where it is false the node hands None (eager leaves ``.grad`` None there).
 
+A call in eval mode whose program writes no state and draws no random numbers (a model after
+``model.eval()``, called without ``no_grad``) runs the inference program instead, as fast as under
+``no_grad``; its outputs hang on one ``RecomputeOp`` node, which runs the training forward again
+only when a backward reaches it (``run_recomputing``): a backward after an eval call is rare (input
+gradients, saliency maps), the forward it pays twice then is cheap next to what every other call
+saves.
+
 Derived programs are cached per (which inputs and parameters need a gradient, and -- when a
 gradient rule bakes a size in -- the inputs' shapes). A program that cannot be derived
 (``NotDerivable``) is remembered, and the caller replays the forward through eager autograd.
@@ -22,11 +29,11 @@ import warnings
 import numpy as np
 
 from oar._engine import eager as _eager
-from oar._engine.autograd import grad
-from oar._engine.registries import BACKENDS
+from oar._engine.autograd import enable_grad, grad
+from oar._engine.registries import BACKENDS, OPS
 from oar._engine.tape import Node
 from oar._engine.tensor import Tensor
-from oar._graph.executor import Executor
+from oar._graph.executor import Executor, _tensors_of
 from oar._graph.passes import optimize
 from oar._graph.program import Program, ValueRef, iter_refs, map_refs
 from oar._graph.static_backward import BackwardProgram, NotDerivable, _rng, _set_rng, append_backward, generalize_sizes
@@ -277,3 +284,88 @@ class TrainingPrograms:
         self._plans[flags if generic or other is None else (flags, shapes)] = plan
         return plan
 
+
+
+def recomputable(program: Program) -> bool:
+    """Whether calls of ``program`` may run the inference program and recompute the training
+    forward only for a backward (``run_recomputing``): captured in eval mode, no state written
+    back (a running statistic would be updated twice), no random op (a second run would draw
+    other numbers)."""
+    return program.meta.get("training") is False and not program.updates and \
+        not any(name in OPS and "random" in OPS.get(name).traits for name in program.op_names())
+
+
+def run_recomputing(inference: Executor, train, feeds, params):
+    """The inference program's outputs, the computed float ones attached to one ``RecomputeOp``
+    node whose gradient rule runs ``train(feeds)`` (the training forward, recorded) and
+    differentiates that: what a call that needs autograd returns, at the inference program's cost."""
+    result = inference.run(feeds)
+    tracked = [*feeds, *params]
+    inputs = tuple([t for t in tracked if not t.stop_gradient])
+    if not inputs:
+        return result
+    if type(result) is Tensor:  # the common call: one computed output (the executor made it)
+        flat = [result]
+        positions = [0] if result._data.dtype.kind in "fc" and not any([result is t for t in tracked]) else []
+    else:
+        passed = {id(t) for t in tracked}
+        flat = _tensors_of(result)
+        positions, seen = [], set()
+        for k, t in enumerate(flat):
+            if id(t) not in passed and id(t) not in seen and t._data.dtype.kind in "fc":
+                seen.add(id(t))
+                positions.append(k)
+    if not positions:
+        return result
+    datas = tuple(flat[k]._data for k in positions)
+    vcs = tuple([0] for _ in datas)
+    # What the recomputation reads that the node's own input checks do not cover.
+    unchecked = [(t, _version(t)) for t in tracked if t.stop_gradient]
+    node = Node(RecomputeOp(train, list(feeds), positions, unchecked), {}, inputs, datas, vcs, flat[0]._backend)
+    for j, (k, vc) in enumerate(zip(positions, vcs)):
+        t = flat[k]
+        t.stop_gradient, t._node, t._out_index, t._vc = False, node, j, vc
+    return result
+
+
+class RecomputeOp:
+    """The "op" of an eval-mode call's node (``run_recomputing``): its rule runs the training
+    forward again, recorded, and differentiates it."""
+
+    __slots__ = ("train", "feeds", "positions", "versions")
+    name = "run_program"
+    traits = frozenset()
+    materialize_grads = True
+
+    def __init__(self, train, feeds: list, positions: list[int], versions: list):
+        self.train = train  # feeds -> the output structure, attached to autograd
+        self.feeds = feeds
+        self.positions = positions  # the node's outputs: their indices in the flat output structure
+        self.versions = versions
+
+    def grad(self, node: Node, *grads):
+        node._check_alive()
+        for t, version in self.versions:
+            if _version(t) != version:
+                raise GradientError(
+                    f"a to_static program needs its input or parameter of shape {list(t._data.shape)} "
+                    f"({t.dtype.name}) again for the backward pass, but that tensor was modified in place after "
+                    f"the forward (version {version} -> {_version(t)}); call .clone() before the in-place op")
+        inputs = list(node.inputs)  # checks the inputs that need a gradient the same way
+        create = _eager.grad_enabled
+        with enable_grad():
+            flat = _tensors_of(self.train(self.feeds))
+        outs, out_grads = [], []
+        for k, g in zip(self.positions, grads):
+            if not flat[k].stop_gradient:
+                outs.append(flat[k])
+                out_grads.append(g)
+        if not outs:
+            return (None,) * len(inputs)
+        return tuple(grad(outs, inputs, out_grads, retain_graph=create, create_graph=create, allow_unused=True))
+
+    def release(self) -> None:
+        self.feeds = self.versions = None
+
+    def __repr__(self) -> str:
+        return "<oar run_program, recomputed for the backward>"

@@ -46,7 +46,7 @@ from oar._graph.tracing import GraphBreak, GraphBreakError, TracingMode, add_loc
 from oar._ops.random import get_rng_state, set_rng_state
 from oar.errors import ArgumentError
 from oar.jit._guards import LayerAttributes, PythonRandomState, ValueGuards, layer_methods, store_location
-from oar.jit._run_program import OTHER_SIZES, TrainingPrograms, resized_dynamic_dims
+from oar.jit._run_program import OTHER_SIZES, TrainingPrograms, recomputable, resized_dynamic_dims, run_recomputing
 from oar.jit.dy2static.convert import ENABLED, StaticFunctionBase, convert_function
 from oar.static.input import BuildStrategy, InputSpec
 
@@ -184,6 +184,7 @@ class Capture:
         self._infer: Executor | None = None
         self._train: Executor | None = None
         self._training: TrainingPrograms | None = None
+        self._recomputable: bool | None = None  # see _run_program.run_recomputing
         self.shapes: ShapeGuards | None = None  # the decisions Python took on dynamic dims
         self.values: ValueGuards | None = None  # the Python values the captured code can read
 
@@ -225,11 +226,24 @@ class Capture:
             return False
         return any(not t.stop_gradient for t in feeds) or any(not p.stop_gradient for p in self.params)
 
+    @property
+    def recomputable(self) -> bool:
+        if self._recomputable is None:
+            self._recomputable = recomputable(self.program)
+        return self._recomputable
+
+    def _train_forward(self, feeds):
+        """The forward recorded for autograd, as a training call runs it."""
+        plan = self.training_programs.plan_for(feeds)
+        return plan.run(feeds) if plan is not None else self.training_executor.replay(feeds)
+
     def run(self, feeds):
         if len(_mode_stack) == 1 and not _eager.grad_enabled:  # inference, the hot path
             executor = self._infer if self._infer is not None else self.inference_executor
             return executor.run(feeds)
         if self.needs_autograd(feeds):
+            if len(_mode_stack) == 1 and self.recomputable:  # eval mode: a backward is rare, pay for it then
+                return run_recomputing(self.inference_executor, self._train_forward, feeds, self.params)
             if len(_mode_stack) == 1 or observers_only():  # the backward derived into the program (static_backward)
                 plan = self.training_programs.plan_for(feeds)
                 if plan is not None:
