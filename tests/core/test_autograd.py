@@ -576,3 +576,35 @@ def test_in_place_accumulation_bumps_a_saved_grad_version():
     (x * 2.0).sum().backward()  # accumulates into x.grad in place
     with pytest.raises(GradientError, match="modified in place"):
         y.backward()
+
+
+def test_gradients_that_meet_are_summed_without_changing_what_hooks_kept():
+    # The engine sums gradients that meet in place once it owns the sum: nothing a hook was given,
+    # and no earlier .grad, may change when later gradients arrive.
+    w = oar.to_tensor([1.0, 2.0], stop_gradient=False)
+    h = w * 1.0
+    seen_by_hook = []
+    h.register_hook(seen_by_hook.append)
+    leaf_kept = []
+    w.register_hook(leaf_kept.append)
+    loss = sum(((h * float(k)).sum() for k in range(1, 6)), oar.zeros([]))  # h used five times
+    loss.backward()
+    np.testing.assert_array_equal(seen_by_hook[0].numpy(), [15.0, 15.0])
+    np.testing.assert_array_equal(w.grad.numpy(), [15.0, 15.0])
+    (w * 2.0 + w * 3.0).sum().backward()  # accumulates into .grad in place
+    np.testing.assert_array_equal(w.grad.numpy(), [20.0, 20.0])
+    np.testing.assert_array_equal(seen_by_hook[0].numpy(), [15.0, 15.0])
+    np.testing.assert_array_equal(leaf_kept[0].numpy(), [15.0, 15.0])
+    np.testing.assert_array_equal(leaf_kept[1].numpy(), [5.0, 5.0])
+
+
+def test_a_weight_used_at_every_step_of_a_loop_gets_the_sum_of_its_gradients():
+    rng = np.random.default_rng(0)
+    w_data = rng.standard_normal((3, 3)).astype("float32")
+    xs = [rng.standard_normal((2, 3)).astype("float32") for _ in range(6)]
+    w = oar.to_tensor(w_data, stop_gradient=False)
+    oar.add_n([oar.matmul(oar.to_tensor(x), w).sum() for x in xs]).backward()
+    expected = sum(x.T @ np.ones((2, 3), "float32") for x in xs)
+    np.testing.assert_allclose(w.grad.numpy(), expected, rtol=1e-6)
+    (gw,) = oar.grad([oar.matmul(oar.to_tensor(x), w).sum() for x in xs], [w])  # oar.grad sums them too
+    np.testing.assert_allclose(gw.numpy(), expected, rtol=1e-6)

@@ -362,3 +362,17 @@ def test_metas_explain_what_the_kernels_reject():
         E.floor_divide_op.meta(E.TensorMeta((2,), oar.bool), E.TensorMeta((2,), oar.bool))
     assert E.where_op.meta(E.TensorMeta((2, 1), oar.int32), E.TensorMeta((3,), oar.float16),
                            E.TensorMeta((1,), oar.bool)) == E.TensorMeta((2, 3), oar.float16)
+
+
+def test_add_n_sums_a_list_and_refuses_what_paddle_refuses():
+    xs = [oar.to_tensor(np.full((2, 3), float(k), "float32"), stop_gradient=False) for k in range(1, 4)]
+    total = oar.add_n(xs)
+    np.testing.assert_array_equal(total.numpy(), np.full((2, 3), 6.0))
+    total.sum().backward()
+    for x in xs:
+        np.testing.assert_array_equal(x.grad.numpy(), np.ones((2, 3)))
+    assert oar.add_n(xs[0]) is xs[0]
+    with pytest.raises(oar.errors.ArgumentError, match=r"add_n: inputs\[1\] has shape \[3\].*neither broadcasts"):
+        oar.add_n([oar.ones([2]), oar.ones([3])])
+    with pytest.raises(oar.errors.ArgumentError, match="non-empty list"):
+        oar.add_n([])

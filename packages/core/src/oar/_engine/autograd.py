@@ -295,6 +295,22 @@ def _propagate(roots, root_grads, retain_graph, create_graph, capture, blocked):
     buffers: dict[int, list] = {}
     leaf_grads: dict[int, list] = {}  # id -> [tensor, grad]
 
+    # Gradients that meet are summed into a buffer this backward owns: the first sum is a new
+    # array, later ones add into it in place (a weight used at each of 30 decoder steps: 29 sums
+    # of its size, one allocation). What a rule returned is never written to; create_graph sums
+    # out of place, so that the sum is differentiable.
+    owned: set = set()  # _key of each gradient slot that holds such a sum
+
+    def summed(key, acc, g):
+        if acc is None:
+            return g
+        if key in owned and _accumulate_in_place(acc, g):
+            return acc
+        total = acc + g
+        if not create_graph:
+            owned.add(key)
+        return total
+
     def send(t, g):
         if blocked_keys and _key(t) in blocked_keys:
             return
@@ -304,12 +320,13 @@ def _propagate(roots, root_grads, retain_graph, create_graph, capture, blocked):
             if slot is None:
                 leaf_grads[id(t)] = [t, g]
             else:
-                slot[1] = slot[1] + g
+                slot[1] = summed(("leaf", id(t)), slot[1], g)
             return
         buf = buffers.get(id(node))
         if buf is None:
             buf = buffers[id(node)] = [None] * len(node.out_meta)
-        buf[t._out_index] = _accumulate(buf[t._out_index], g)
+        i = t._out_index
+        buf[i] = summed((id(node), i), buf[i], g)
 
     previous_mode = _set_grad_enabled(create_graph)
     try:
@@ -385,7 +402,7 @@ def _propagate(roots, root_grads, retain_graph, create_graph, capture, blocked):
                         del pending_leaves[id(t)]
                         slot = leaf_grads.pop(id(t), None)
                         if slot is not None:
-                            _finish_leaf(t, slot[1], create_graph)
+                            _finish_leaf(t, slot[1], create_graph, ("leaf", id(t)) in owned)
                             _run_post_accumulate_hooks(t)
             if not retain_graph and (needed is None or id(node) in needed):
                 node.release()
@@ -398,7 +415,7 @@ def _propagate(roots, root_grads, retain_graph, create_graph, capture, blocked):
                 for j in capture_slots.get(("leaf", id(t)), ()):
                     captured[j] = g
             else:
-                _finish_leaf(t, g, create_graph)
+                _finish_leaf(t, g, create_graph, ("leaf", id(t)) in owned)
                 if watched is not None and id(t) in watched:
                     _run_post_accumulate_hooks(t)
     finally:
@@ -406,12 +423,14 @@ def _propagate(roots, root_grads, retain_graph, create_graph, capture, blocked):
     return captured
 
 
-def _finish_leaf(t, g, create_graph: bool) -> None:
-    """A leaf's whole gradient ``g``: its hooks, then into ``.grad``."""
+def _finish_leaf(t, g, create_graph: bool, owned: bool = False) -> None:
+    """A leaf's whole gradient ``g``: its hooks, then into ``.grad``. ``owned``: ``g`` is a sum
+    the backward made (no one else holds it), which ``.grad`` may keep without a copy."""
     if t._hooks:
         g = _apply_hooks(t._hooks, g)
+        owned = False  # a hook may have kept the tensor it was given
     if t._grad is None:
-        t._grad = g if create_graph else _owned(g)
+        t._grad = g if create_graph or owned else _owned(g)
     elif not create_graph and _accumulate_in_place(t._grad, g):
         pass
     else:

@@ -184,6 +184,32 @@ def add(x, y, name=None) -> Tensor:
     return _binary(add_op, x, y)
 
 
+def add_n(inputs, name=None) -> Tensor:
+    """The elementwise sum of a list of tensors of one shape and dtype (Paddle's ``add_n``); a
+    single tensor is returned as it is.
+
+    >>> import oar
+    >>> oar.add_n([oar.ones([2]), oar.ones([2]), oar.full([2], 3.0)]).tolist()
+    [5.0, 5.0]
+    """
+    if isinstance(inputs, Tensor):
+        return inputs
+    if not isinstance(inputs, (list, tuple)) or not inputs:
+        raise ArgumentError(f"add_n: inputs must be a tensor or a non-empty list of tensors, got {inputs!r}")
+    first = inputs[0]
+    for i, t in enumerate(inputs):
+        if not isinstance(t, Tensor):
+            raise ArgumentError(f"add_n: inputs[{i}] is a {type(t).__name__}, expected a Tensor")
+        if t._data.shape != first._data.shape or t.dtype != first.dtype:
+            raise ArgumentError(f"add_n: inputs[{i}] has shape {list(t._data.shape)} and dtype {t.dtype.name}, "
+                                f"but inputs[0] has {list(first._data.shape)} and {first.dtype.name} "
+                                f"(add_n neither broadcasts nor promotes)")
+    total = first
+    for t in inputs[1:]:
+        total = _binary(add_op, total, t)
+    return total
+
+
 # numpy refuses bool - bool (and so does Paddle): the meta says so in oar's terms
 subtract_op = Op("subtract", reference=np.subtract, meta=numeric_binary_meta("subtract"), traits=BINARY + FUSIBLE,
                  promote=_dt.PROMOTE_FLOATS_0D, lowerings={NUMPY_OUT: np.subtract})
@@ -1135,7 +1161,7 @@ OPS = [
 ]
 # ``sigmoid`` is a Tensor method and ``oar.nn.functional.sigmoid``, not ``paddle.sigmoid``.
 __all__ = [
-    "cast", "add", "subtract", "multiply", "divide", "floor_divide", "remainder", "mod", "floor_mod",
+    "cast", "add", "add_n", "subtract", "multiply", "divide", "floor_divide", "remainder", "mod", "floor_mod",
     "neg", "pow", "square", "sqrt", "rsqrt", "reciprocal", "exp", "log", "log1p", "log2", "log10",
     "tanh", "sin", "cos", "tan", "erf", "abs", "sign", "floor", "ceil", "trunc", "round", "clip",
     "scale", "maximum", "minimum", "where", "equal", "not_equal", "less_than", "less_equal",
