@@ -632,9 +632,14 @@ def tan(x, name=None) -> Tensor:
 
 
 def _sigmoid_kernel(x):
-    # exp of a non-positive number only: no overflow for large |x|
+    # exp of a non-positive number only: no overflow for large |x|. The numerator, 1 where
+    # x >= 0 and e where not, is max(e, x >= 0) (e <= 1): np.where over a sign pattern that
+    # changes from element to element ran at a third of this speed.
     e = np.exp(-np.abs(x))
-    return np.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
+    denominator = e + 1
+    np.maximum(e, x >= 0, out=e)
+    e /= denominator
+    return e
 
 
 sigmoid_op = _float_unary("sigmoid", _sigmoid_kernel, fusible=True)
