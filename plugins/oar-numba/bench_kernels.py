@@ -36,10 +36,10 @@ class Case:
     baseline: object = None  # what the kernel is timed against, when not the op's reference
 
 
-def _conv_cases(rng, model, x_shape, w_shape, padding, grads=True):
+def _conv_cases(rng, model, x_shape, w_shape, padding, grads=True, groups=1):
     x = rng.standard_normal(x_shape, dtype=np.float32)
     w = rng.standard_normal(w_shape, dtype=np.float32)
-    attrs = {"stride": [1, 1], "padding": [padding] * 4, "dilation": [1, 1], "groups": 1}
+    attrs = {"stride": [1, 1], "padding": [padding] * 4, "dilation": [1, 1], "groups": groups}
     out = [x_shape[2] + 2 * padding - w_shape[2] + 1, x_shape[3] + 2 * padding - w_shape[3] + 1]
     g = rng.standard_normal((x_shape[0], w_shape[0], *out), dtype=np.float32)
     shapes = f"x{list(x_shape)} w{list(w_shape)}"
@@ -72,6 +72,9 @@ def cases() -> list[Case]:
     out += _conv_cases(rng, "LeNet conv2", (64, 6, 14, 14), (16, 6, 5, 5), 0)
     out += _conv_cases(rng, "ResNet stem", (32, 3, 32, 32), (32, 3, 3, 3), 1, grads=False)
     out += _conv_cases(rng, "ResNet block", (32, 32, 32, 32), (32, 32, 3, 3), 1)
+    # MobileNetV2's depthwise convolutions at CIFAR size: a 16x16 map and the last 2x2 one
+    out += _conv_cases(rng, "MobileNetV2 depthwise", (32, 32, 16, 16), (32, 1, 3, 3), 1, groups=32)
+    out += _conv_cases(rng, "MobileNetV2 depthwise", (32, 384, 2, 2), (384, 1, 3, 3), 1, groups=384)
     out += [
         Case("max_pool", "LeNet [64, 6, 28, 28] 2x2", (lenet_act,), pool),
         Case("max_pool_grad", "LeNet [64, 6, 14, 14] -> 28x28", (lenet_pooled, lenet_mask), {"input_size": [28, 28]}),
@@ -94,6 +97,8 @@ def cases() -> list[Case]:
         Case("relu", "encoder ffn [8, 128, 1024]", (ffn,), {}),
         Case("relu_grad", "encoder ffn [8, 128, 1024]", (ffn, rand(8, 128, 1024)), {}),
         Case("gelu", "encoder ffn [8, 128, 1024]", (ffn,), {"approximate": False}),
+        Case("where", "ReLU6's gradient [32, 96, 16, 16]", (rand(32, 96, 16, 16), np.zeros((), np.float32),
+             rand(32, 96, 16, 16) > 0), {}),
         # a row of x: batch-1 inference (LeNet's classifier) and W1's Linear(4, 4)
         Case("linear", "LeNet fc1 x[1, 400] w[400, 120]", (rand(1, 400), rand(400, 120), rand(120)), {}),
         Case("linear", "LeNet fc3 x[1, 84] w[84, 10]", (rand(1, 84), rand(84, 10), rand(10)), {}),

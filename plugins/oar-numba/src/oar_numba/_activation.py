@@ -1,4 +1,4 @@
-"""Activation kernels: relu and its gradient, gelu, and the gradient of softmax, one pass each.
+"""Activation kernels: relu and its gradient, gelu, the gradient of softmax and ``where``, one pass each.
 
 The numpy references make one pass per operation (``np.where`` builds a mask, gelu's erf takes a
 dozen passes); these read each input once and write each output once, in parallel over elements
@@ -53,6 +53,37 @@ def relu_grad(out, g):
     dx = np.empty(g.shape, g.dtype)
     _relu_grad_loop(_flat(out), _flat(g), dx.reshape(-1))
     return dx
+
+
+# -- where --------------------------------------------------------------------------------------
+# np.where over a mask whose value changes from element to element (the gradients of clip, ReLU6,
+# hardtanh) runs at about a tenth of a multiply's speed; a compiled select is a blend.
+@parallel
+def _select(condition, x, y, out):
+    for i in prange(out.size):
+        out[i] = x[i] if condition[i] else y[i]
+
+
+@parallel
+def _select_scalar(condition, x, value, take_x, out):
+    """out = where(condition, x, value) when ``take_x``, else where(condition, value, x)."""
+    for i in prange(out.size):
+        out[i] = x[i] if condition[i] == take_x else value
+
+
+def where(x, y, condition):
+    """``where`` for same-shaped x, y and condition, or one of x and y a scalar; else the reference."""
+    dtype = np.result_type(x, y)
+    if x.dtype == y.dtype == dtype and x.shape == y.shape == condition.shape:
+        out = np.empty(x.shape, dtype)
+        _select(_flat(condition), _flat(x), _flat(y), out.reshape(-1))
+        return out
+    for full, scalar, take_x in ((x, y, True), (y, x, False)):
+        if scalar.ndim == 0 and full.shape == condition.shape and full.dtype == dtype:
+            out = np.empty(full.shape, dtype)
+            _select_scalar(_flat(condition), _flat(full), scalar.astype(dtype)[()], take_x, out.reshape(-1))
+            return out
+    return np.where(condition, x, y)
 
 
 # -- gelu ---------------------------------------------------------------------------------------

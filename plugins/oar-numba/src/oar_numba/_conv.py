@@ -48,6 +48,11 @@ WIDE_CHUNK_BYTES = 512 << 10  # wide patches per chunk: they stay in L2 between 
 SAME_ADJOINT_MAX_CHANNELS = 32  # see _same_adjoint
 SAME_ADJOINT_MIN_CHANNELS = 8
 DEPTHWISE_DIRECT_MIN_WIDTH = 56  # output columns from which _depthwise beats im2col at stride 1
+# Output columns up to which the direct depthwise kernels beat im2col, whose per-channel products
+# are a few elements each on MobileNetV2's last maps (1x1 to 4x4 at CIFAR size: 8 ms a call
+# through im2col, about 1 ms direct; docs/numba.md)
+DEPTHWISE_DIRECT_MAX_WIDTH = 8  # forward
+DEPTHWISE_GRAD_DIRECT_MAX_WIDTH = 4  # weight gradient (the input gradient is direct at every size)
 
 
 @numba.njit(inline="always")
@@ -423,16 +428,15 @@ def _patches(x4, kernel, stride, pads, dilation, out_hw, chunks):
 @parallel
 def _depthwise(x, w, sh, sw, top, left, dh, dw, y):
     """y [N, C, OH, OW] = each channel of x [N, C, H, W] correlated with its own filter w [C, kh, kw],
-    one (sample, channel) plane per thread: an output row at a time in a row buffer, every tap
-    added along the row (views indexed from 0, so the loop has no negative-index wrap and
-    vectorises at stride 1)."""
+    one (sample, channel) plane per thread: every tap added along an output row (views indexed
+    from 0, so the loop has no negative-index wrap and vectorises at stride 1)."""
     n, c, height, width = x.shape
     kh, kw = w.shape[1], w.shape[2]
     oh, ow = y.shape[2], y.shape[3]
     for plane in prange(n * c):
         s, ch = plane // c, plane % c
-        acc = np.zeros(ow, x.dtype)
         for r in range(oh):
+            acc = y[s, ch, r]  # the output row itself (no buffer to allocate per plane: 1x1 maps have many)
             acc[:] = 0
             for i in range(kh):
                 h = r * sh - top + i * dh
@@ -451,15 +455,82 @@ def _depthwise(x, w, sh, sw, top, left, dh, dw, y):
                         src = x[s, ch, h]
                         for q in range(hi - lo):
                             dst[q] += tap * src[(q + lo) * sw + start]
-            for q in range(ow):
-                y[s, ch, r, q] = acc[q]
+
+
+@parallel
+def _depthwise_weight_grad(x, g, kh, kw, sh, sw, top, left, dh, dw, out):
+    """out [C, kh, kw] = the weight gradient of ``_depthwise``: for each channel (one per thread),
+    the sum over samples and output positions of g times the input each tap read. Every row of g
+    is read once and feeds all taps, whose products accumulate elementwise in a [kh * kw, OW]
+    buffer (vectorised, in L1), summed once at the end."""
+    n, c, height, width = x.shape
+    oh, ow = g.shape[2], g.shape[3]
+    for ch in prange(c):
+        acc = np.zeros((kh * kw, ow), x.dtype)
+        for s in range(n):
+            for r in range(oh):
+                grads = g[s, ch, r]
+                for i in range(kh):
+                    h = r * sh - top + i * dh
+                    if h < 0 or h >= height:
+                        continue
+                    row = x[s, ch, h]
+                    for j in range(kw):
+                        start = j * dw - left
+                        lo, hi = _inside(start, sw, width, ow)
+                        sums = acc[i * kw + j]
+                        if sw == 1:
+                            src = row[lo + start:hi + start]
+                            for q in range(hi - lo):
+                                sums[q + lo] += grads[q + lo] * src[q]
+                        else:
+                            for q in range(lo, hi):
+                                sums[q] += grads[q] * row[q * sw + start]
+        for t in range(kh * kw):
+            out[ch, t // kw, t % kw] = acc[t].sum()
+
+
+@parallel
+def _depthwise_input_grad(g, w, sh, sw, top, left, dh, dw, out):
+    """out [N, C, H, W] += the input gradient of ``_depthwise`` (out zeroed by the caller): each
+    output gradient row scattered back through every tap, one (sample, channel) plane per thread."""
+    n, c, height, width = out.shape
+    kh, kw = w.shape[1], w.shape[2]
+    oh, ow = g.shape[2], g.shape[3]
+    for plane in prange(n * c):
+        s, ch = plane // c, plane % c
+        for r in range(oh):
+            grads = g[s, ch, r]
+            for i in range(kh):
+                h = r * sh - top + i * dh
+                if h < 0 or h >= height:
+                    continue
+                dst = out[s, ch, h]
+                for j in range(kw):
+                    tap = w[ch, i, j]
+                    start = j * dw - left
+                    lo, hi = _inside(start, sw, width, ow)
+                    if sw == 1:
+                        run = dst[lo + start:hi + start]
+                        for q in range(hi - lo):
+                            run[q] += tap * grads[q + lo]
+                    else:
+                        for q in range(lo, hi):
+                            dst[q * sw + start] += tap * grads[q]
+
+
+def _is_depthwise(channels: int, w, groups: int, dtype) -> bool:
+    """One filter per channel (``w`` [C, 1, kh, kw], groups == C), 2-d, one dtype."""
+    return groups == channels == w.shape[0] and w.ndim == 4 and w.shape[1] == 1 and w.dtype == dtype
 
 
 def _direct_depthwise(x, w, stride, groups, out_w: int) -> bool:
-    """Whether a convolution is depthwise (one filter per channel) with output rows long enough, or
-    a stride, for ``_depthwise`` to beat im2col and its per-channel products (docs/numba.md)."""
-    return (x.ndim == 4 and groups == x.shape[1] == w.shape[0] and w.shape[1] == 1 and x.dtype == w.dtype
-            and (stride[0] > 1 or stride[1] > 1 or out_w >= DEPTHWISE_DIRECT_MIN_WIDTH))
+    """Whether a convolution is depthwise (one filter per channel) with output rows long enough,
+    or short enough, or a stride, for ``_depthwise`` to beat im2col and its per-channel products
+    (docs/numba.md)."""
+    return (x.ndim == 4 and _is_depthwise(x.shape[1], w, groups, x.dtype)
+            and (stride[0] > 1 or stride[1] > 1 or out_w >= DEPTHWISE_DIRECT_MIN_WIDTH
+                 or out_w <= DEPTHWISE_DIRECT_MAX_WIDTH))
 
 
 def conv(x, w, stride, padding, dilation, groups):
@@ -533,19 +604,31 @@ def conv_weight_grad_bands(x, g, kernel_size, stride, padding, dilation, groups)
     return _conv_weight_grad(x, g, kernel_size, stride, padding, dilation, groups, "bands")
 
 
+def conv_weight_grad_direct(x, g, kernel_size, stride, padding, dilation, groups):
+    return _conv_weight_grad(x, g, kernel_size, stride, padding, dilation, groups, "direct")
+
+
 def conv_weight_grad_im2col(x, g, kernel_size, stride, padding, dilation, groups):
     return _conv_weight_grad(x, g, kernel_size, stride, padding, dilation, groups, "im2col")
 
 
 def _conv_weight_grad(x, g, kernel_size, stride, padding, dilation, groups, path):
-    """The weight gradient by ``path`` ("wide", "bands", "im2col") where it applies, as ``_conv``."""
+    """The weight gradient by ``path`` ("direct" for depthwise, "wide", "bands", "im2col") where it
+    applies, as ``_conv``."""
     if x.ndim not in (3, 4) or x.size == 0 or g.size == 0:
         return _ref._conv_weight_grad_kernel(x, g, kernel_size, stride, padding, dilation, groups)
     blas = gemm_for(x.dtype) if groups == 1 and x.dtype == g.dtype else None
-    applies = {"wide": _wide(x.ndim, kernel_size, stride, padding, dilation, groups) and x.dtype == g.dtype,
+    applies = {"direct": x.ndim == 4 and groups == x.shape[1] == g.shape[1] and x.dtype == g.dtype
+               and g.shape[-1] <= DEPTHWISE_GRAD_DIRECT_MAX_WIDTH,
+               "wide": _wide(x.ndim, kernel_size, stride, padding, dilation, groups) and x.dtype == g.dtype,
                "bands": blas is not None, "im2col": True}
     if not applies.get(path, False):
         path = next(p for p, ok in applies.items() if ok)
+    if path == "direct":
+        dw = np.empty((x.shape[1], *kernel_size), x.dtype)
+        _depthwise_weight_grad(np.ascontiguousarray(x), np.ascontiguousarray(g), *kernel_size, stride[0], stride[1],
+                               padding[0], padding[2], dilation[0], dilation[1], dw)
+        return dw.reshape(x.shape[1], 1, *kernel_size)
     if path == "wide":
         return _wide_weight_grad(np.ascontiguousarray(x), g, *kernel_size)
     x4, kernel, stride2, pads, dilation2 = _as_2d(x, kernel_size, stride, padding, dilation)
@@ -603,6 +686,13 @@ def _same_adjoint(x, w, stride, padding, output_padding, dilation, groups) -> bo
 def conv_transpose(x, w, stride, padding, output_padding, dilation, groups):
     if x.ndim not in (3, 4) or x.size == 0 or w.size == 0:
         return _ref._conv_transpose_kernel(x, w, stride, padding, output_padding, dilation, groups)
+    if x.ndim == 4 and _is_depthwise(x.shape[1], w, groups, x.dtype):  # a depthwise convolution's input gradient
+        out = _ref.conv_transpose_sizes("conv_transpose", x.shape[2:], w.shape[2:], stride, padding, output_padding,
+                                        dilation)
+        y = np.zeros((x.shape[0], x.shape[1], *out), x.dtype)
+        _depthwise_input_grad(np.ascontiguousarray(x), np.ascontiguousarray(w).reshape(w.shape[0], *w.shape[2:]),
+                              stride[0], stride[1], padding[0], padding[2], dilation[0], dilation[1], y)
+        return y
     if _same_adjoint(x, w, stride, padding, output_padding, dilation, groups):
         flip = (slice(None), slice(None)) + (slice(None, None, -1),) * (w.ndim - 2)
         flipped = np.ascontiguousarray(np.swapaxes(w, 0, 1)[flip])  # [C, O, *kernel], reversed
