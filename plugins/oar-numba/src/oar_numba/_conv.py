@@ -33,6 +33,8 @@ as 2-d ones of height 1; 3-d ones go to the reference kernels.
 
 from __future__ import annotations
 
+import math
+
 import numba
 import numpy as np
 from numba import prange
@@ -451,6 +453,120 @@ def _pointwise_transpose(g, w):
     return _samples_again(x2, n, height, width)
 
 
+# -- one output position: the window inside the input, one product ---------------------------------
+# ResNet18's last stage at CIFAR size: 3x3 convolutions of 512 channels, padding 1, on 1x1 maps.
+# Each sample's patch is its whole (padded) map, of which only the taps inside the input count
+# (the centre one): one product over every sample of those taps' inputs, [N, C * taps] @
+# [C * taps, O], instead of a GEMV per sample over all nine (33 -> ~1 ms a call; docs/numba.md).
+def _taps_inside(kernel, padding, dilation, size):
+    """``(first, last)`` taps of a kernel dim whose one output position reads inside [0, size),
+    and the input positions they read as a slice; None when no tap does."""
+    inside = [i for i in range(kernel) if 0 <= i * dilation - padding < size]
+    if not inside:
+        return None
+    first, last = inside[0], inside[-1]
+    return slice(first, last + 1), slice(first * dilation - padding, last * dilation - padding + 1, dilation)
+
+
+def _single_position(x, kernel, padding, dilation, groups, out_positions: int):
+    """(taps, reads) per spatial dim when a 2-d convolution without groups has one output position
+    (for ``conv_transpose``: one input position), else None."""
+    if x.ndim != 4 or groups != 1 or out_positions != 1:
+        return None
+    rows = _taps_inside(kernel[0], padding[0], dilation[0], x.shape[2])
+    cols = _taps_inside(kernel[1], padding[2], dilation[1], x.shape[3])
+    return None if rows is None or cols is None else (rows, cols)
+
+
+def _single_position_conv(x, w, window):
+    (taps_h, reads_h), (taps_w, reads_w) = window
+    patches = np.ascontiguousarray(x[:, :, reads_h, reads_w]).reshape(x.shape[0], -1)
+    weights = np.ascontiguousarray(w[:, :, taps_h, taps_w]).reshape(w.shape[0], -1)
+    with blas_threads_for(*patches.shape, weights.shape[0]):
+        return np.matmul(patches, weights.T).reshape(x.shape[0], w.shape[0], 1, 1)
+
+
+def _single_position_weight_grad(x, g, kernel, window):
+    (taps_h, reads_h), (taps_w, reads_w) = window
+    patches = np.ascontiguousarray(x[:, :, reads_h, reads_w]).reshape(x.shape[0], -1)
+    grads = g.reshape(g.shape[0], g.shape[1])
+    dw = np.zeros((g.shape[1], x.shape[1], *kernel), x.dtype)
+    with blas_threads_for(grads.shape[1], grads.shape[0], patches.shape[1]):
+        inside = np.matmul(grads.T, patches)
+    dw[:, :, taps_h, taps_w] = inside.reshape(g.shape[1], x.shape[1], taps_h.stop - taps_h.start,
+                                              taps_w.stop - taps_w.start)
+    return dw
+
+
+def _single_position_transpose(g, w, window, out):
+    """The transposed convolution of g [N, C, 1, 1] by w [C, O, kh, kw]: each sample's one input
+    position spread through the taps that land inside the output."""
+    (taps_h, reads_h), (taps_w, reads_w) = window
+    weights = np.ascontiguousarray(w[:, :, taps_h, taps_w])
+    n, o = g.shape[0], w.shape[1]
+    with blas_threads_for(n, g.shape[1], weights[0].size):
+        spread = np.matmul(g.reshape(n, -1), weights.reshape(w.shape[0], -1))
+    y = np.zeros((n, o, *out), g.dtype)
+    y[:, :, reads_h, reads_w] = spread.reshape(n, o, *weights.shape[2:])
+    return y
+
+
+# -- gathered: every sample's patches in one product ------------------------------------------------
+# Band by band, each sample's product reads the whole weight matrix: cheap where a sample has many
+# output positions, dominant where it has few and the weights are large (ResNet18's 3x3
+# convolutions of 256 and 512 channels on 2x2 to 7x7 maps: 8 to 33 ms a call). There every
+# sample's patches go side by side, [C * kh * kw, N * OH * OW] (one strided numpy copy), into one
+# product that reads the weights once (docs/numba.md).
+GATHERED_MIN_WEIGHTS_PER_POSITION = 2048  # O * C * kh * kw over OH * OW from which gathering wins
+
+
+def _gathered(x, w_shape, padding, groups, out_positions: int) -> bool:
+    """Whether a 2-d convolution without groups (padding not negative) has a weight matrix that
+    is large next to its output positions."""
+    return (x.ndim == 4 and groups == 1 and min(padding) >= 0
+            and math.prod(w_shape) >= GATHERED_MIN_WEIGHTS_PER_POSITION * out_positions)
+
+
+def _gathered_patches(x, kernel, stride, padding, dilation):
+    """Every sample's patches side by side, [C * kh * kw, N * OH * OW], and (OH, OW)."""
+    top, bottom, left, right = padding
+    padded = np.pad(x, ((0, 0), (0, 0), (top, bottom), (left, right))) if any(padding) else x
+    spans = [(k - 1) * d + 1 for k, d in zip(kernel, dilation)]
+    windows = np.lib.stride_tricks.sliding_window_view(padded, spans, axis=(2, 3))
+    windows = windows[:, :, ::stride[0], ::stride[1], ::dilation[0], ::dilation[1]]  # [N, C, OH, OW, kh, kw]
+    n, c, oh, ow = windows.shape[:4]
+    cols = np.ascontiguousarray(windows.transpose(1, 4, 5, 0, 2, 3)).reshape(c * kernel[0] * kernel[1], n * oh * ow)
+    return cols, (oh, ow)
+
+
+def _gathered_conv(x, w, stride, padding, dilation):
+    cols, out_hw = _gathered_patches(x, w.shape[2:], stride, padding, dilation)
+    with blas_threads_for(w.shape[0], cols.shape[0], cols.shape[1]):
+        y2 = np.matmul(np.ascontiguousarray(w).reshape(w.shape[0], -1), cols)
+    return _samples_again(y2, x.shape[0], *out_hw)
+
+
+def _gathered_weight_grad(x, g, kernel, stride, padding, dilation):
+    cols, _ = _gathered_patches(x, kernel, stride, padding, dilation)
+    with blas_threads_for(g.shape[1], cols.shape[1], cols.shape[0]):
+        dw = np.matmul(_positions_side_by_side(g), cols.T)
+    return dw.reshape(g.shape[1], x.shape[1], *kernel)
+
+
+def _gathered_transpose(x, w, stride, padding, dilation, out):
+    """The transposed convolution of x [N, C, IH, IW] by w [C, O, kh, kw] (no groups): one
+    product for every sample's input positions, then col2im."""
+    n, c, ih, iw = x.shape
+    o, kernel = w.shape[1], w.shape[2:]
+    weights_t = np.ascontiguousarray(np.ascontiguousarray(w).reshape(c, -1).T)  # [O * kh * kw, C]
+    with blas_threads_for(weights_t.shape[0], c, n * ih * iw):
+        cols2 = np.matmul(weights_t, _positions_side_by_side(x))  # [O * K, N * IH * IW]
+    cols = np.ascontiguousarray(cols2.reshape(-1, n, ih * iw).transpose(1, 0, 2)).reshape(n, o, *kernel, ih, iw)
+    y = np.zeros((n, o, *out), x.dtype)
+    _col2im(cols, *kernel, *stride, padding[0], padding[2], *dilation, y)
+    return y
+
+
 def _as_2d(x, kernel, stride, padding, dilation):
     """A 1-d problem as a 2-d one of height 1: (x4, kernel, stride, (top, left), dilation)."""
     if x.ndim == 3:
@@ -597,7 +713,8 @@ def conv_im2col(x, w, stride, padding, dilation, groups):
 
 
 def _conv(x, w, stride, padding, dilation, groups, path):
-    """The convolution by ``path`` ("pointwise", "direct", "wide", "bands", "im2col"), or, where that path does
+    """The convolution by ``path`` ("pointwise", "direct", "single", "gathered", "wide", "bands",
+    "im2col"), or, where that path does
     not apply or is None, by the one the measured rules pick (docs/numba.md)."""
     if x.ndim not in (3, 4) or x.size == 0 or w.size == 0:
         return _ref._conv_kernel(x, w, stride, padding, dilation, groups)
@@ -605,12 +722,19 @@ def _conv(x, w, stride, padding, dilation, groups, path):
     blas = gemm_for(x.dtype) if groups == 1 and x.dtype == w.dtype else None
     applies = {"pointwise": _pointwise(x, w.shape[2:], stride, padding, dilation, groups) and x.dtype == w.dtype,
                "direct": x.ndim == 4 and groups > 1 and _direct_depthwise(x, w, stride, groups, out[-1]),
+               "single": x.dtype == w.dtype and _single_position(x, w.shape[2:], padding, dilation, groups,
+                                                                  math.prod(out)) is not None,
+               "gathered": x.dtype == w.dtype and _gathered(x, w.shape, padding, groups, math.prod(out)),
                "wide": _wide(x.ndim, w.shape[2:], stride, padding, dilation, groups) and x.dtype == w.dtype,
                "bands": blas is not None, "im2col": True}
     if not applies.get(path, False):
         path = next(p for p, ok in applies.items() if ok)
     if path == "pointwise":
         return _pointwise_conv(x, w)
+    if path == "single":
+        return _single_position_conv(x, w, _single_position(x, w.shape[2:], padding, dilation, groups, 1))
+    if path == "gathered":
+        return _gathered_conv(x, w, stride, padding, dilation)
     if path == "direct":
         y = np.empty((x.shape[0], x.shape[1], *out), x.dtype)
         _depthwise(np.ascontiguousarray(x), np.ascontiguousarray(w).reshape(w.shape[0], *w.shape[2:]),
@@ -665,7 +789,8 @@ def conv_weight_grad_im2col(x, g, kernel_size, stride, padding, dilation, groups
 
 
 def _conv_weight_grad(x, g, kernel_size, stride, padding, dilation, groups, path):
-    """The weight gradient by ``path`` ("pointwise", "direct" for depthwise, "wide", "bands", "im2col") where it
+    """The weight gradient by ``path`` ("pointwise", "direct" for depthwise, "single", "gathered", "wide",
+    "bands", "im2col") where it
     applies, as ``_conv``."""
     if x.ndim not in (3, 4) or x.size == 0 or g.size == 0:
         return _ref._conv_weight_grad_kernel(x, g, kernel_size, stride, padding, dilation, groups)
@@ -673,12 +798,21 @@ def _conv_weight_grad(x, g, kernel_size, stride, padding, dilation, groups, path
     applies = {"pointwise": _pointwise(x, kernel_size, stride, padding, dilation, groups) and x.dtype == g.dtype,
                "direct": x.ndim == 4 and groups == x.shape[1] == g.shape[1] and x.dtype == g.dtype
                and g.shape[-1] <= DEPTHWISE_GRAD_DIRECT_MAX_WIDTH,
+               "single": x.dtype == g.dtype and _single_position(x, kernel_size, padding, dilation, groups,
+                                                                  math.prod(g.shape[2:])) is not None,
+               "gathered": x.dtype == g.dtype and _gathered(x, (g.shape[1], x.shape[1], *kernel_size), padding, groups,
+                                                            math.prod(g.shape[2:])),
                "wide": _wide(x.ndim, kernel_size, stride, padding, dilation, groups) and x.dtype == g.dtype,
                "bands": blas is not None, "im2col": True}
     if not applies.get(path, False):
         path = next(p for p, ok in applies.items() if ok)
     if path == "pointwise":
         return _pointwise_weight_grad(x, g)
+    if path == "single":
+        return _single_position_weight_grad(x, g, tuple(kernel_size),
+                                            _single_position(x, kernel_size, padding, dilation, groups, 1))
+    if path == "gathered":
+        return _gathered_weight_grad(x, g, tuple(kernel_size), stride, padding, dilation)
     if path == "direct":
         dw = np.empty((x.shape[1], *kernel_size), x.dtype)
         _depthwise_weight_grad(np.ascontiguousarray(x), np.ascontiguousarray(g), *kernel_size, stride[0], stride[1],
@@ -751,6 +885,16 @@ def conv_transpose(x, w, stride, padding, output_padding, dilation, groups):
         _depthwise_input_grad(np.ascontiguousarray(x), np.ascontiguousarray(w).reshape(w.shape[0], *w.shape[2:]),
                               stride[0], stride[1], padding[0], padding[2], dilation[0], dilation[1], y)
         return y
+    if x.ndim == 4 and groups == 1 and math.prod(x.shape[2:]) == 1 and x.dtype == w.dtype:
+        out = _ref.conv_transpose_sizes("conv_transpose", x.shape[2:], w.shape[2:], stride, padding, output_padding,
+                                        dilation)
+        window = _single_position(np.empty((1, 1, *out), x.dtype), w.shape[2:], padding, dilation, 1, 1)
+        if window is not None:
+            return _single_position_transpose(x, w, window, out)
+    if x.ndim == 4 and _gathered(x, w.shape, padding, groups, math.prod(x.shape[2:])) and x.dtype == w.dtype:
+        out = _ref.conv_transpose_sizes("conv_transpose", x.shape[2:], w.shape[2:], stride, padding, output_padding,
+                                        dilation)
+        return _gathered_transpose(x, w, stride, padding, dilation, out)
     if _same_adjoint(x, w, stride, padding, output_padding, dilation, groups):
         flip = (slice(None), slice(None)) + (slice(None, None, -1),) * (w.ndim - 2)
         flipped = np.ascontiguousarray(np.swapaxes(w, 0, 1)[flip])  # [C, O, *kernel], reversed
