@@ -41,6 +41,11 @@ bench/paddle_api.py and run by oar and Paddle alike):
         with it imported but off, and recording; off / without as the median of interleaved rounds' ratios
     W14 oar.incubate.autotune (bench/autotune.py, oar only): W3 and W4 steps with kernel tuning off and on
         (after tuning), interleaved, and the tuning range's overhead
+    W15 models as users write them, a training step and eager inference (eval, no_grad) each: Paddle's docs'
+        LeNet (batch 64, Adam); vision.models' ResNet18 and MobileNetV2 at 8 x 3x224x224 and 32 x 3x32x32
+        (SGD momentum); a depthwise-separable block at 32 x 32x56x56; the seq2seq tutorial's LSTMCell
+        attention decoder (batch 16, 30 steps: teacher-forced Adam step, greedy decoding); the vision LeNet
+        through jit.to_static at batch 1, called with and without no_grad; CPU time over wall time per case
 """
 
 from __future__ import annotations
@@ -64,11 +69,11 @@ from pathlib import Path
 import numpy as np
 import suite
 from pin_threads import worker_environment
-from suite import FINGERPRINT_SIZE, STEP_CASES, W1_CASES, W7_CASES, W9_MODELS, w6_case, w9_case
+from suite import FINGERPRINT_SIZE, STEP_CASES, W1_CASES, W7_CASES, W9_MODELS, W15_CASES, w6_case, w9_case
 
 BENCH = Path(__file__).resolve().parent
 RESULTS_FILE = BENCH.parent / "docs" / "benchmarks.md"
-WORKLOADS = ("W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9", "W10", "W11", "W12", "W13", "W14")
+WORKLOADS = ("W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9", "W10", "W11", "W12", "W13", "W14", "W15")
 FRAMEWORKS = ("oar", "torch", "paddle", "onnxruntime")
 MODULES = {"oar": "oar", "torch": "torch", "paddle": "paddle", "onnxruntime": "onnxruntime"}
 # Which frameworks run which workloads: ONNX Runtime only serves W6 and W9; W8 is oar's own
@@ -82,7 +87,7 @@ ONCE = {"W10", "W11", "W12", "W13", "W14"}  # W12-W14 interleave rounds of their
 ONE_THREAD = {"W11", "W12", "W13"}
 OWN_SCRIPTS = {"W11": "slim_targets.py", "W12": "data_parallel.py", "W13": "profiler_cost.py",
                "W14": "autotune.py"}  # run by a script of their own, not by the framework's worker
-OWN_TABLES = {"W9", "W10", "W11"}  # reported in tables of their own, not in the main one
+OWN_TABLES = {"W9", "W10", "W11", "W15"}  # reported in tables of their own, not in the main one
 # W9's columns: the oar Predictor, then the engines it is measured against; Paddle's worker fills two.
 W9_COLUMNS = (("oar", "oar Predictor", ""), ("onnxruntime", "onnxruntime", "oar/ort"),
               ("onnxruntime-oar", "onnxruntime, oar's file", "oar/ort oar's file"),
@@ -94,6 +99,8 @@ W9_TOLERANCE = 1e-3  # largest |difference| from the frameworks' median, relativ
 W6_ORDER = {w6_case(batch, path): i for i, (batch, path) in
             enumerate([("b1", "eager"), ("b1", "graph"), ("b64", "eager"), ("b64", "graph")])}
 WORKER_TIMEOUT_S = 900
+W15_FRAMEWORKS = ("oar", "torch", "paddle")
+W15_CPU_LIMIT = 1.1  # oar's CPU time over wall time at 1 thread: more is CPU burnt beside the work (spinning)
 
 
 # -- running the workers -------------------------------------------------------------------------
@@ -109,7 +116,8 @@ class Cell:
     note: str = ""
     unavailable: str = ""
     fingerprint: list[float] | None = None  # W9: the first round's output values (suite.fingerprint)
-    extra: dict[str, float] = field(default_factory=dict)  # W10: the load test's further figures
+    # W10: the load test's further figures; timed cases: cpu_s and wall_s summed over the rounds, cpu_per_wall
+    extra: dict[str, float] = field(default_factory=dict)
 
     @property
     def value(self) -> float | None:
@@ -141,7 +149,12 @@ class Run:
         cell.unavailable = case["unavailable"] or cell.unavailable
         if case.get("fingerprint") and cell.fingerprint is None:
             cell.fingerprint = case["fingerprint"]
-        cell.extra.update(case.get("extra") or {})
+        extra = dict(case.get("extra") or {})
+        if "cpu_s" in extra and "wall_s" in extra:  # over the rounds: their CPU time over their wall time
+            for key in ("cpu_s", "wall_s"):
+                cell.extra[key] = cell.extra.get(key, 0.0) + extra.pop(key)
+            extra["cpu_per_wall"] = cell.extra["cpu_s"] / max(cell.extra["wall_s"], 1e-9)
+        cell.extra.update(extra)
 
 
 def framework_status(selected: list[str]) -> dict[str, str]:
@@ -320,13 +333,15 @@ def graph_notes(run: Run) -> str:
     return "W6 graph paths: " + "; ".join(notes) + "." if notes else ""
 
 
-def agreement(run: Run) -> str:
-    """How closely the frameworks' first losses and outputs agree: the check of same initialisation."""
+def agreement(run: Run, only: str = "") -> str:
+    """How closely the frameworks' first losses and outputs agree: the check of same initialisation;
+    of the main table's workloads, or of ``only`` (W15, whose table is its own)."""
     worst: tuple[float, str] = (0.0, "")
     compared = 0
     for (workload, case), row in run.cells.items():
         reference = row.get("oar")
-        if workload in OWN_TABLES or reference is None or not reference.checks:  # W9 compares whole outputs
+        skipped = workload != only if only else workload in OWN_TABLES  # W9 compares whole outputs
+        if skipped or reference is None or not reference.checks:
             continue
         for framework, cell in row.items():
             if framework == "oar" or not cell.checks:
@@ -339,11 +354,12 @@ def agreement(run: Run) -> str:
     if not compared:
         return ""
     verdict = "agree" if worst[0] < 1e-3 else "DIFFER"
-    return (f"Same initialisation: the first loss (or output) of every case is compared between oar and each peer; "
+    lead = f"{only}, same" if only else "Same"
+    return (f"{lead} initialisation: the first loss (or output) of every case is compared between oar and each peer; "
             f"they {verdict} ({compared} comparisons, largest relative difference {worst[0]:.1e}: {worst[1]}).")
 
 
-# -- W9 and W10: tables of their own ------------------------------------------------------------
+# -- W9, W10 and W15: tables of their own ----------------------------------------------------------
 
 def w9_keys() -> list[tuple[str, int]]:
     return [(model, batch) for model, (_, _, batches) in W9_MODELS.items() for batch in batches]
@@ -472,6 +488,43 @@ def onnx_file_targets_markdown(run: Run) -> str:
         cells = [fmt(c.value) if c is not None and c.value is not None else "—" for c in (torch_file, oar_file)]
         lines.append(f"| {case} | {cells[0]} | {cells[1]} | {verdict} |")
     return "\n".join(lines)
+
+
+class W15Table(Table):
+    """W15's table: one row per case, oar's, torch's and Paddle's ms and oar's ratios, then each
+    framework's CPU time over wall time in the timed loop (pooled over the rounds)."""
+
+    def markdown(self) -> str:
+        peers = W15_FRAMEWORKS[1:]
+        header = ["case (W15)", *(f"{f} ms" for f in W15_FRAMEWORKS), *(f"oar/{p}" for p in peers),
+                  *(f"CPU/wall {f}" for f in W15_FRAMEWORKS)]
+        lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(["---"] + ["---:"] * (len(header) - 1)) + " |"]
+        for case in W15_CASES.values():
+            row = self.run.cells.get(("W15", case), {})
+            values = [self.cell(f, "W15", row) for f in W15_FRAMEWORKS]
+            ratios = [time_ratio(row.get("oar"), row.get(peer)) for peer in peers]
+            cpu = []
+            for framework in W15_FRAMEWORKS:
+                cell = row.get(framework)
+                ratio = cell.extra.get("cpu_per_wall") if cell is not None and cell.value is not None else None
+                over = framework == "oar" and self.run.threads == 1 and ratio is not None and ratio > W15_CPU_LIMIT
+                cpu.append("" if ratio is None else f"**{ratio:.2f}**" if over else f"{ratio:.2f}")
+            lines.append("| " + " | ".join([case, *values, *(f"{r:.2f}x" if r is not None else "" for r in ratios),
+                                            *cpu]) + " |")
+        notes = [f"[{i + 1}] {text}" for i, text in enumerate(self.footnotes)]
+        return "\n".join(lines + ([""] + notes if notes else []))
+
+
+def w15_cpu_target(run: Run) -> str:
+    """The target at 1 thread: oar's CPU time at most W15_CPU_LIMIT x its wall time on every case."""
+    ratios = {case: row["oar"].extra["cpu_per_wall"] for (workload, case), row in run.cells.items()
+              if workload == "W15" and "oar" in row and "cpu_per_wall" in row["oar"].extra}
+    if run.threads != 1 or not ratios:
+        return ""
+    over = [f"{case} ({ratio:.2f})" for case, ratio in ratios.items() if ratio > W15_CPU_LIMIT]
+    verdict = "met" if not over else "**missed**: " + "; ".join(over)
+    return (f"Target, W15: oar's CPU time at most {W15_CPU_LIMIT:g}x its wall time at 1 thread on every case (no "
+            f"hidden spinning): {verdict} (largest {max(ratios.values()):.2f}, {len(ratios)} cases).")
 
 
 def w10_cells(run: Run) -> list[tuple[str, Cell]]:
@@ -664,6 +717,11 @@ def report(runs: list[Run], status: dict[str, str], absent_reasons: dict[tuple[s
                       f"test accuracy through each engine, latency in ms per call at batch {suite.W11_BATCH} and "
                       f"1 thread, medians of interleaved rounds; speed-ups are medians of the rounds' ratios):",
                       suite.w11_markdown(w11_cells(run))]
+        if "W15" in workloads:
+            parts += ["W15, models as users write them (ms per call; the ratios are oar's time over each peer's; "
+                      "CPU/wall: the process's CPU time over the wall time of the timed calls, every thread counted):",
+                      W15Table(run, status, absent_reasons).markdown()]
+            parts += [text for text in (agreement(run, "W15"), w15_cpu_target(run)) if text]
         if run.failures:
             parts.append("Failed workers: " + "; ".join(run.failures))
     if profile:
@@ -747,6 +805,21 @@ slower**. Compare ratios between runs on different machines, not absolute number
   residual block's first conv only (the filters no residual sum reads), each fine-tuned one epoch. Every variant is saved by `oar.jit.save` and run by the oar Predictor, and
   exported by `oar.onnx.export` and run by ONNX Runtime: test accuracy through each engine, file
   sizes, FLOPs (`oar.flops`), and batch-64 latency timed in interleaved rounds in one process.
+- **W15** models as users write them, written once against Paddle's API (bench/paddle_api.py) and
+  run by oar and Paddle, the torch worker's copies with Paddle's layer names, W9's seeded weights:
+  a training step and eager inference (eval mode, under `no_grad`) of Paddle's docs' LeNet
+  (batch 64, Adam), `vision.models.resnet18()` and `mobilenet_v2()` (1000 classes) at 8 x
+  3x224x224 and 32 x 3x32x32 (SGD momentum 0.9, cross-entropy; MobileNetV2's first loss compared
+  with its dropout off), a depthwise-separable block (depthwise 3x3 conv, BN, ReLU, pointwise 1x1
+  conv 32->64, BN, ReLU) at 32 x 32x56x56 (SGD momentum on the output's mean), the attention
+  decoder of Paddle's seq2seq tutorial (embedding 256 over a vocabulary of 1000, `nn.LSTMCell(256,
+  256)`, dot-product attention over 30 given encoder states [16, 30, 256], tanh(Linear(512, 256)),
+  Linear(256, 1000); batch 16, 30 steps: a teacher-forced Adam step on the steps' mean
+  cross-entropy, and greedy decoding under `no_grad`), and the vision LeNet converted by
+  `jit.to_static` (InputSpec [None, 1, 28, 28], `full_graph=True`) in eval mode at batch 1, called
+  without and with `no_grad` (torch: `torch.jit.trace`, not frozen). Each case also reports the
+  process's CPU time over the wall time of its timed calls (every thread counted, pooled over the
+  rounds): the target is at most 1.1 for oar at 1 thread.
 """
 
 

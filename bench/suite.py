@@ -14,6 +14,7 @@ import math
 import statistics
 import sys
 import time
+import traceback
 import zlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -21,7 +22,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 SEED = 20261129
-WORKLOADS = ("W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9", "W10", "W11", "W12", "W13", "W14")
+WORKLOADS = ("W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9", "W10", "W11", "W12", "W13", "W14", "W15")
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,24 @@ BUDGETS = {
     "W11 resnet": Budget(calls=1, repeats=9, warmup=2, max_seconds=30.0),
     # ResNet18's float32 model is the slowest that W11 times: fewer rounds
     "W11 resnet18": Budget(calls=1, repeats=5, warmup=1, max_seconds=30.0),
+    # W15: models as users write them. The 224x224 steps take seconds each on a small machine (ResNet18's
+    # training step at batch 8 ~1-3 s in oar): few samples, so that a case stays under ~15 s.
+    "W15 lenet_doc train": Budget(calls=2, repeats=7, max_seconds=5.0),
+    "W15 lenet_doc infer": Budget(calls=5, repeats=7, max_seconds=5.0),
+    "W15 resnet18 b8 train": Budget(calls=1, repeats=3, max_seconds=6.0),
+    "W15 resnet18 b8 infer": Budget(calls=1, repeats=4, max_seconds=6.0),
+    "W15 resnet18 b32 train": Budget(calls=1, repeats=5, max_seconds=6.0),
+    "W15 resnet18 b32 infer": Budget(calls=1, repeats=5, max_seconds=6.0),
+    "W15 mobilenet_v2 b8 train": Budget(calls=1, repeats=3, max_seconds=6.0),
+    "W15 mobilenet_v2 b8 infer": Budget(calls=1, repeats=4, max_seconds=6.0),
+    "W15 mobilenet_v2 b32 train": Budget(calls=1, repeats=5, max_seconds=6.0),
+    "W15 mobilenet_v2 b32 infer": Budget(calls=1, repeats=5, max_seconds=6.0),
+    "W15 dwsep train": Budget(calls=1, repeats=5, max_seconds=6.0),
+    "W15 dwsep infer": Budget(calls=1, repeats=5, max_seconds=6.0),
+    "W15 decoder train": Budget(calls=1, repeats=5, max_seconds=6.0),
+    "W15 decoder greedy": Budget(calls=1, repeats=5, max_seconds=6.0),
+    "W15 to_static grad": Budget(calls=50, repeats=7, max_seconds=5.0),
+    "W15 to_static no_grad": Budget(calls=50, repeats=7, max_seconds=5.0),
 }
 
 # Shapes, the same for every framework.
@@ -88,6 +107,29 @@ STEP_CASES = {  # the training-step workloads' case names
 W7_CASES = {"matmul": f"matmul GEMM float32 {GEMM_N}x{GEMM_N}x{GEMM_N}",
             "linear": f"linear (GEMM + bias) {GEMM_N}x{GEMM_N}x{GEMM_N}",
             "add": "add float32, 16M elements"}
+# W15: models as users write them, each timed as a training step and as eager inference (eval mode,
+# no_grad), except the decoder (greedy decoding) and the converted LeNet (called with and without no_grad).
+W15_BATCH = {"lenet_doc": 64, "dwsep": 32, "to_static": 1}
+W15_VISION = {"resnet18": "ResNet18", "mobilenet_v2": "MobileNetV2"}  # vision.models, num_classes 1000
+W15_VISION_SHAPES = {"b8": (8, 3, 224, 224), "b32": (32, 3, 32, 32)}  # ImageNet's shape, CIFAR's
+W15_DWSEP = {"channels": 32, "out": 64, "size": 56}  # MobileNet's depthwise-separable block at its 56x56 stage
+# The seq2seq tutorial's attention decoder: an LSTMCell step per token over given encoder states
+W15_DECODER = {"batch": 16, "vocab": 1000, "embedding": 256, "hidden": 256, "source": 30, "steps": 30, "bos": 1}
+W15_CASES = {
+    "lenet_doc train": "LeNet-5 (Paddle's docs' Sequential), batch 64, Adam step",
+    "lenet_doc infer": "LeNet-5 (Paddle's docs' Sequential), batch 64, eval + no_grad",
+    **{f"{model} {batch} {mode}": f"{label} (vision.models), {shape[0]}x{'x'.join(map(str, shape[1:]))}, " + (
+        "SGD-momentum step" if mode == "train" else "eval + no_grad")
+       for model, label in W15_VISION.items() for batch, shape in W15_VISION_SHAPES.items()
+       for mode in ("train", "infer")},
+    "dwsep train": "depthwise-separable block (dw 3x3, BN, ReLU, pw 1x1 32->64, BN, ReLU), 32x32x56x56, "
+                   "SGD-momentum step on the mean",
+    "dwsep infer": "depthwise-separable block, 32x32x56x56, eval + no_grad",
+    "decoder train": "LSTMCell attention decoder, batch 16, 30 steps teacher-forced, vocab 1000, Adam step",
+    "decoder greedy": "LSTMCell attention decoder, batch 16, 30 steps greedy decoding, no_grad",
+    "to_static grad": "vision LeNet, jit.to_static, eval, batch 1, called without no_grad",
+    "to_static no_grad": "vision LeNet, jit.to_static, eval, batch 1, under no_grad",
+}
 # W9: model -> (label, input shape without the batch, (small batch, large batch)). Every framework
 # builds its own model of these (Paddle's and oar's vision.models, the torch worker's copies with
 # Paddle's layer names) and loads the same seeded weights (``seeded_state``).
@@ -223,6 +265,19 @@ def inputs(workload: str) -> dict[str, np.ndarray]:
     if workload == "W6":
         x = rng.standard_normal((64, 1, 28, 28), dtype=np.float32)
         return {"b1": x[:1].copy(), "b64": x}
+    if workload == "W15":  # the vision models' labels are of 1000 classes, the decoder's tokens of its vocab
+        d = W15_DECODER
+        out = {"lenet_doc": rng.standard_normal((W15_BATCH["lenet_doc"], 1, 28, 28), dtype=np.float32),
+               "lenet_doc_label": rng.integers(0, 10, W15_BATCH["lenet_doc"]).astype(np.int64),
+               "dwsep": rng.standard_normal((W15_BATCH["dwsep"], W15_DWSEP["channels"], W15_DWSEP["size"],
+                                             W15_DWSEP["size"]), dtype=np.float32),
+               "encoder_out": rng.standard_normal((d["batch"], d["source"], d["hidden"]), dtype=np.float32),
+               "tokens": rng.integers(0, d["vocab"], (d["batch"], d["steps"] + 1)).astype(np.int64)}
+        for batch, shape in W15_VISION_SHAPES.items():
+            out[batch] = rng.standard_normal(shape, dtype=np.float32)
+            out[f"{batch}_label"] = rng.integers(0, 1000, shape[0]).astype(np.int64)
+        out["to_static"] = out["lenet_doc"][: W15_BATCH["to_static"]].copy()
+        return out
     if workload in W9_MODELS:  # W9's models: "b<batch>" for both batches, the small one a slice of the large one
         _, shape, batches = W9_MODELS[workload]
         x = rng.standard_normal((max(batches), *shape), dtype=np.float32)
@@ -287,7 +342,9 @@ class Case:
     unavailable: str = ""  # why this framework has no figure for the case
     column: str = ""  # the column it fills when not the framework's own (W9: Paddle with and without oneDNN)
     fingerprint: list[float] | None = None  # W9: output values compared element by element across frameworks
-    extra: dict[str, float] = field(default_factory=dict)  # W10: further figures of the case
+    # further figures of the case: W10's load test, W11's accuracies; every timed case has ``cpu_s`` and
+    # ``wall_s``, the process's CPU and wall time over its timed samples, and ``cpu_per_wall``, their ratio
+    extra: dict[str, float] = field(default_factory=dict)
 
 
 UNIT_SCALE = {"µs": 1e6, "ms": 1e3, "s": 1.0}
@@ -296,7 +353,9 @@ UNIT_SCALE = {"µs": 1e6, "ms": 1e3, "s": 1.0}
 def time_case(workload: str, case: str, fn: Callable[[], object], budget: Budget, unit: str,
               check: float | None = None, note: str = "", column: str = "",
               fingerprint: list[float] | None = None) -> Case:
-    """Time ``fn`` under ``budget``; per-call times in ``unit`` (µs, ms or s)."""
+    """Time ``fn`` under ``budget``; per-call times in ``unit`` (µs, ms or s). The process's CPU time
+    over the timed samples goes into ``extra`` next to their wall time: a ratio above the thread
+    count, or above 1 at one thread, is CPU burnt beside the work (threads spinning while they wait)."""
     scale = UNIT_SCALE[unit]
     started = time.perf_counter()
     for _ in range(budget.warmup):
@@ -305,13 +364,17 @@ def time_case(workload: str, case: str, fn: Callable[[], object], budget: Budget
         if time.perf_counter() - started > budget.max_seconds:
             break
     samples: list[float] = []
+    cpu_started = time.process_time()  # every thread of the process, the framework's pools included
     started = time.perf_counter()
     while len(samples) < budget.repeats and not (samples and time.perf_counter() - started > budget.max_seconds):
         start = time.perf_counter()
         for _ in range(budget.calls):
             fn()
         samples.append((time.perf_counter() - start) / budget.calls * scale)
-    return Case(workload, case, unit, samples, check=check, note=note, column=column, fingerprint=fingerprint)
+    wall, cpu = time.perf_counter() - started, time.process_time() - cpu_started
+    extra = {"cpu_s": cpu, "wall_s": wall, "cpu_per_wall": cpu / max(wall, 1e-9)}
+    return Case(workload, case, unit, samples, check=check, note=note, column=column, fingerprint=fingerprint,
+                extra=extra)
 
 
 def w9_cases(column: str, runs: dict[tuple[str, int], Callable[[], object]], args: WorkerArgs, note: str,
@@ -339,6 +402,23 @@ def w9_cases(column: str, runs: dict[tuple[str, int], Callable[[], object]], arg
                                    check=float(np.abs(output).mean()), note=note, column=column,
                                    fingerprint=fingerprint(output)))
     return cases
+
+
+def w15_case(key: str, build: Callable[[], tuple[Callable[[], object], Callable[[], float]]], args: WorkerArgs,
+             note: str = "") -> Case:
+    """Time W15's case ``key`` (of W15_CASES): ``build()`` makes the model and returns ``(fn, probe)``,
+    the timed call and the check. A case that fails to build or run is a result, ``unavailable``
+    with the error and the line that raised it, not a crash of the worker (nor a silent fix)."""
+    case = W15_CASES[key]
+    try:
+        fn, probe = build()
+        check = probe()
+        return time_case("W15", case, fn, args.budget(f"W15 {key}"), "ms", check=check, note=note)
+    except Exception as error:
+        frame = traceback.extract_tb(error.__traceback__)[-1]
+        where = f"{frame.filename.rsplit('/site-packages/', 1)[-1]}:{frame.lineno}"
+        reason = f"{type(error).__name__}: {error}".splitlines()[0][:300]
+        return Case("W15", case, "ms", unavailable=f"{reason} (at {where})", note=note)
 
 
 def rate_case(workload: str, case: str, fn: Callable[[], object], budget: Budget, work: float, unit: str,

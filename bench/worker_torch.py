@@ -9,7 +9,9 @@ weights transposed, batch-norm statistics renamed, q/k/v projections stacked int
 W9's models are written here layer for layer as Paddle's (and oar's) ``vision.models`` write them,
 with Paddle's layer names, so that suite.seeded_state gives them the same weights (torchvision is
 not needed); W9 times them in eager mode under ``no_grad`` (a reference), and ``--export-onnx-dir``
-exports them with ``torch.onnx.export`` for the ONNX Runtime worker.
+exports them with ``torch.onnx.export`` for the ONNX Runtime worker. W15 reuses them, with copies of
+paddle_api's depthwise-separable block and attention decoder (an embedding's and a recurrent cell's
+2-D weights keep their layout: only Linear's are transposed, ``same_layout``).
 """
 
 from __future__ import annotations
@@ -185,9 +187,54 @@ class MobileNetV2(nn.Module):
 W9_BUILDERS = {"lenet_doc": lenet_doc, "resnet18": ResNet18, "mobilenet_v2": MobileNetV2, "encoder": encoder}
 
 
+# -- W15's own models, with Paddle's layer names (bench/paddle_api.py's make_models) ------------------
+
+def depthwise_separable() -> nn.Module:
+    """MobileNet's depthwise-separable block as users write it (the convolutions keep their bias)."""
+    c, out = suite.W15_DWSEP["channels"], suite.W15_DWSEP["out"]
+    return nn.Sequential(nn.Conv2d(c, c, 3, padding=1, groups=c), nn.BatchNorm2d(c), nn.ReLU(),
+                         nn.Conv2d(c, out, 1), nn.BatchNorm2d(out), nn.ReLU())
+
+
+class AttentionDecoder(nn.Module):
+    """paddle_api's AttentionDecoder, line for line. torch's LSTMCell keeps Paddle's layout and gate
+    order (``weight_ih [4 * hidden, input]``, ``weight_hh [4 * hidden, hidden]``, i, f, g, o) and
+    returns ``(h, c)`` where Paddle's returns ``(h, (h, c))``."""
+
+    def __init__(self, vocab: int, embedding: int, hidden: int):
+        super().__init__()
+        self.embedding = nn.Embedding(vocab, embedding)
+        self.lstm_cell = nn.LSTMCell(embedding, hidden)
+        self.attention_out = nn.Linear(2 * hidden, hidden)
+        self.output = nn.Linear(hidden, vocab)
+
+    def forward(self, token, states, encoder_out):
+        h, c = self.lstm_cell(self.embedding(token), states)
+        scores = torch.bmm(h.unsqueeze(1), encoder_out.transpose(1, 2))  # [batch, 1, source]
+        context = torch.bmm(F.softmax(scores, dim=-1), encoder_out).squeeze(1)
+        return self.output(torch.tanh(self.attention_out(torch.cat([h, context], dim=-1)))), (h, c)
+
+
+def decoder() -> nn.Module:
+    d = suite.W15_DECODER
+    return AttentionDecoder(d["vocab"], d["embedding"], d["hidden"])
+
+
+BUILDERS = W9_BUILDERS | {"dwsep": depthwise_separable, "decoder": decoder}
+
+
+def same_layout(model: nn.Module) -> frozenset[str]:
+    """The 2-D weights of ``model`` that torch and Paddle store alike: an embedding's ``[vocab, dim]``,
+    a recurrent cell's ``[gates * hidden, input]``; only Linear's are ``[in, out]`` in Paddle."""
+    return frozenset(f"{prefix}.{name}" if prefix else name for prefix, module in model.named_modules()
+                     if not isinstance(module, (nn.Linear, nn.MultiheadAttention))
+                     for name, value in module.named_parameters(recurse=False) if value.ndim == 2)
+
+
 def paddle_shapes(model: nn.Module) -> dict[str, list[int]]:
     """``model``'s state dict as Paddle names and shapes (the inverse of ``torch_state``)."""
     shapes: dict[str, list[int]] = {}
+    keep = same_layout(model)
     for key, value in model.state_dict().items():
         prefix, _, name = key.rpartition(".")
         prefix = prefix + "." if prefix else ""
@@ -199,7 +246,7 @@ def paddle_shapes(model: nn.Module) -> dict[str, list[int]]:
             d = value.shape[0] // 3
             for part in "qkv":  # a weight in Paddle's [in, out]
                 shapes[f"{prefix}{part}_proj.{name[len('in_proj_'):]}"] = [value.shape[1], d] if value.ndim == 2 else [d]
-        elif value.ndim == 2:
+        elif value.ndim == 2 and key not in keep:
             shapes[key] = list(value.shape)[::-1]
         else:
             shapes[key] = list(value.shape)
@@ -207,13 +254,16 @@ def paddle_shapes(model: nn.Module) -> dict[str, list[int]]:
 
 
 def w9_model(name: str) -> nn.Module:
-    model = W9_BUILDERS[name]()
-    model.load_state_dict(torch_state(suite.seeded_state(name, paddle_shapes(model))), strict=True)
+    """W9's ``name`` (or W15's ``dwsep`` and ``decoder``) in eval mode with suite.seeded_state's weights."""
+    model = BUILDERS[name]()
+    state = torch_state(suite.seeded_state(name, paddle_shapes(model)), same_layout(model))
+    model.load_state_dict(state, strict=True)
     return model.eval()
 
 
-def torch_state(state: dict[str, np.ndarray]) -> dict[str, torch.Tensor]:
-    """Paddle-layout weights as a torch state dict."""
+def torch_state(state: dict[str, np.ndarray], keep: frozenset[str] = frozenset()) -> dict[str, torch.Tensor]:
+    """Paddle-layout weights as a torch state dict; the 2-D weights in ``keep`` are stored alike
+    (``same_layout``), every other 2-D weight is a Linear's."""
     out: dict[str, torch.Tensor] = {}
     for key, value in state.items():
         prefix, _, name = key.rpartition(".")
@@ -223,7 +273,7 @@ def torch_state(state: dict[str, np.ndarray]) -> dict[str, torch.Tensor]:
             out[prefix + "num_batches_tracked"] = torch.tensor(0)
         elif name == "_variance":
             out[prefix + "running_var"] = torch.from_numpy(value)
-        elif value.ndim == 2:  # Linear: Paddle stores [in, out], torch [out, in]
+        elif value.ndim == 2 and key not in keep:  # Linear: Paddle stores [in, out], torch [out, in]
             out[key] = torch.from_numpy(value.T.copy())
         else:
             out[key] = torch.from_numpy(value)
@@ -240,6 +290,12 @@ def loaded(model: nn.Module, name: str) -> nn.Module:
 
 
 # -- steps: each returns (step, probe); see PaddleAPIWorkloads.step -------------------------------
+
+def momentum(model: nn.Module) -> torch.optim.Optimizer:
+    """Paddle's Momentum (``v = momentum * v + g; p -= lr * v``): torch's SGD without dampening."""
+    m = suite.MOMENTUM
+    return torch.optim.SGD(model.parameters(), lr=m["learning_rate"], momentum=m["momentum"])
+
 
 def training_step(model: nn.Module, optimizer, x: np.ndarray, label: np.ndarray):
     x, label = torch.from_numpy(x), torch.from_numpy(label)
@@ -274,8 +330,7 @@ def make_step(workload: str) -> tuple[Callable[[], torch.Tensor], Callable[[], f
         return encoder_step, lambda: scalar(model(x).abs().mean())
     if workload == "W4":
         model = loaded(SmallResNet(), "resnet")
-        m = suite.MOMENTUM
-        optimizer = torch.optim.SGD(model.parameters(), lr=m["learning_rate"], momentum=m["momentum"])
+        optimizer = momentum(model)
     else:
         model = loaded(mlp() if workload == "W2" else LeNet(), "mlp" if workload == "W2" else "lenet")
         optimizer = adam(model)
@@ -417,7 +472,133 @@ def w7(args: WorkerArgs) -> list[Case]:
     ]
 
 
-WORKLOADS = {"W1": w1, "W6": w6, "W7": w7, "W9": w9} | {
+# -- W15: bench/paddle_api.py's w15_builds, in torch ------------------------------------------------
+
+def without_dropout(model: nn.Module, fn: Callable[[], torch.Tensor]) -> float:
+    """``scalar(fn())`` with ``model``'s Dropout layers off (PaddleAPIWorkloads.without_dropout)."""
+    dropouts = [module for module in model.modules() if isinstance(module, nn.Dropout)]
+    for module in dropouts:
+        module.eval()
+    try:
+        return scalar(fn())
+    finally:
+        for module in dropouts:
+            module.train()
+
+
+def eager_inference(model: nn.Module, x: np.ndarray):
+    model.eval()
+    x = torch.from_numpy(x)
+
+    def eager():
+        with torch.no_grad():
+            return model(x)
+
+    return eager, lambda: scalar(eager().abs().mean())
+
+
+def w15_decoder(mode: str, data: dict[str, np.ndarray]):
+    """PaddleAPIWorkloads.decoder: ``mode`` "train" (one teacher-forced Adam step) or "greedy"."""
+    d = suite.W15_DECODER
+    model = w9_model("decoder")
+    encoder_out, tokens = torch.from_numpy(data["encoder_out"]), torch.from_numpy(data["tokens"])
+
+    def initial_states():
+        h = encoder_out[:, -1]
+        return h, torch.zeros_like(h)
+
+    if mode == "greedy":
+        def greedy():
+            with torch.no_grad():
+                states, token, decoded = initial_states(), torch.full([d["batch"]], d["bos"], dtype=torch.int64), []
+                for _ in range(d["steps"]):
+                    logits, states = model(token, states, encoder_out)
+                    token = torch.argmax(logits, dim=-1)
+                    decoded.append(token)
+                return torch.stack(decoded, dim=1), logits
+
+        return greedy, lambda: scalar(greedy()[1].abs().mean())
+    model.train()
+    optimizer = adam(model)
+
+    def step():
+        states, losses = initial_states(), []
+        for t in range(d["steps"]):
+            logits, states = model(tokens[:, t], states, encoder_out)
+            losses.append(F.cross_entropy(logits, tokens[:, t + 1]))
+        loss = sum(losses) / d["steps"]
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        return loss
+
+    return step, lambda: scalar(step())
+
+
+TRACED_NOTE = "torch.jit.trace, not frozen (a call without no_grad records autograd, as Paddle's to_static does)"
+
+
+def converted_lenet(x: np.ndarray, no_grad: bool):
+    """The vision LeNet in eval mode through ``torch.jit.trace`` (torch's closest to ``to_static``),
+    not frozen: its parameters stay parameters, so a call without no_grad builds the autograd graph
+    as a converted Paddle model's does."""
+    model = loaded(LeNet(), "lenet").eval()
+    x = torch.from_numpy(x)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch.jit is deprecated in favour of torch.export; it still works
+        traced = torch.jit.trace(model, x)
+
+    def call():
+        if not no_grad:
+            return traced(x)
+        with torch.no_grad():
+            return traced(x)
+
+    return call, lambda: scalar(call().abs().mean())
+
+
+def w15(args: WorkerArgs) -> list[Case]:
+    data = suite.inputs("W15")
+
+    def train(name: str, optimizer, batch: str):
+        model = w9_model(name).train()
+        step, _ = training_step(model, optimizer(model), data[batch], data[f"{batch}_label"])
+        return step, lambda: without_dropout(model, step)
+
+    def dwsep_train():
+        model = w9_model("dwsep").train()
+        optimizer = momentum(model)
+        x = torch.from_numpy(data["dwsep"])
+
+        def step():
+            out = model(x).mean()
+            out.backward()
+            optimizer.step()
+            optimizer.zero_grad()
+            return out
+
+        return step, lambda: scalar(step())
+
+    builds = {
+        "lenet_doc train": lambda: train("lenet_doc", adam, "lenet_doc"),
+        "lenet_doc infer": lambda: eager_inference(w9_model("lenet_doc"), data["lenet_doc"]),
+        "dwsep train": dwsep_train,
+        "dwsep infer": lambda: eager_inference(w9_model("dwsep"), data["dwsep"]),
+        "decoder train": lambda: w15_decoder("train", data),
+        "decoder greedy": lambda: w15_decoder("greedy", data),
+        "to_static grad": lambda: converted_lenet(data["to_static"], no_grad=False),
+        "to_static no_grad": lambda: converted_lenet(data["to_static"], no_grad=True),
+    }
+    for name in suite.W15_VISION:
+        for batch in suite.W15_VISION_SHAPES:
+            builds[f"{name} {batch} train"] = lambda name=name, batch=batch: train(name, momentum, batch)
+            builds[f"{name} {batch} infer"] = lambda name=name, batch=batch: eager_inference(w9_model(name),
+                                                                                             data[batch])
+    return [suite.w15_case(key, builds[key], args, note=TRACED_NOTE if key.startswith("to_static") else "")
+            for key in suite.W15_CASES]
+
+
+WORKLOADS = {"W1": w1, "W6": w6, "W7": w7, "W9": w9, "W15": w15} | {
     name: (lambda args, name=name: step_workload(name, args)) for name in ("W2", "W3", "W4", "W5")}
 
 
