@@ -54,7 +54,6 @@ DEPTHWISE_DIRECT_MIN_WIDTH = 56  # output columns from which _depthwise beats im
 # are a few elements each on MobileNetV2's last maps (1x1 to 4x4 at CIFAR size: 8 ms a call
 # through im2col, about 1 ms direct; docs/numba.md)
 DEPTHWISE_DIRECT_MAX_WIDTH = 8  # forward
-DEPTHWISE_GRAD_DIRECT_MAX_WIDTH = 4  # weight gradient (the input gradient is direct at every size)
 POINTWISE_MAX_POSITIONS = 64  # see _pointwise
 
 
@@ -623,39 +622,6 @@ def _depthwise(x, w, sh, sw, top, left, dh, dw, y):
 
 
 @parallel
-def _depthwise_weight_grad(x, g, kh, kw, sh, sw, top, left, dh, dw, out):
-    """out [C, kh, kw] = the weight gradient of ``_depthwise``: for each channel (one per thread),
-    the sum over samples and output positions of g times the input each tap read. Every row of g
-    is read once and feeds all taps, whose products accumulate elementwise in a [kh * kw, OW]
-    buffer (vectorised, in L1), summed once at the end."""
-    n, c, height, width = x.shape
-    oh, ow = g.shape[2], g.shape[3]
-    for ch in prange(c):
-        acc = np.zeros((kh * kw, ow), x.dtype)
-        for s in range(n):
-            for r in range(oh):
-                grads = g[s, ch, r]
-                for i in range(kh):
-                    h = r * sh - top + i * dh
-                    if h < 0 or h >= height:
-                        continue
-                    row = x[s, ch, h]
-                    for j in range(kw):
-                        start = j * dw - left
-                        lo, hi = _inside(start, sw, width, ow)
-                        sums = acc[i * kw + j]
-                        if sw == 1:
-                            src = row[lo + start:hi + start]
-                            for q in range(hi - lo):
-                                sums[q + lo] += grads[q + lo] * src[q]
-                        else:
-                            for q in range(lo, hi):
-                                sums[q] += grads[q] * row[q * sw + start]
-        for t in range(kh * kw):
-            out[ch, t // kw, t % kw] = acc[t].sum()
-
-
-@parallel
 def _depthwise_input_grad(g, w, sh, sw, top, left, dh, dw, out):
     """out [N, C, H, W] += the input gradient of ``_depthwise`` (out zeroed by the caller): each
     output gradient row scattered back through every tap, one (sample, channel) plane per thread."""
@@ -682,6 +648,61 @@ def _depthwise_input_grad(g, w, sh, sw, top, left, dh, dw, out):
                     else:
                         for q in range(lo, hi):
                             dst[q * sw + start] += tap * grads[q]
+
+
+# On maps of a few positions (MobileNetV2's 1x1 to 4x4 at CIFAR size) a plane is a handful of
+# floats and the loops above pay their per-row, per-tap setup for each: there the map goes
+# channels-last (one transposed copy) and the taps go one by one over every sample and position
+# at once, numpy operations whose inner loop runs over the channels (nine for 3x3).
+SMALL_MAP_POSITIONS = 64  # the forward and the weight gradient
+SMALL_MAP_INPUT_GRAD_POSITIONS = 16  # the input gradient (the scatter loop wins above)
+
+
+def _tap_windows(kernel, stride, dilation, out_hw):
+    """Per tap ``(i, j, window)``: the slice of a padded channels-last map [N, H, W, C] that tap
+    reads for every output position."""
+    for i in range(kernel[0]):
+        for j in range(kernel[1]):
+            rows = slice(i * dilation[0], i * dilation[0] + (out_hw[0] - 1) * stride[0] + 1, stride[0])
+            cols = slice(j * dilation[1], j * dilation[1] + (out_hw[1] - 1) * stride[1] + 1, stride[1])
+            yield i, j, (slice(None), rows, cols)
+
+
+def _channels_last_padded(x, padding):
+    top, bottom, left, right = padding
+    padded = np.zeros((x.shape[0], x.shape[2] + top + bottom, x.shape[3] + left + right, x.shape[1]), x.dtype)
+    padded[:, top:top + x.shape[2], left:left + x.shape[3]] = x.transpose(0, 2, 3, 1)
+    return padded
+
+
+def _channels_first(a):
+    return np.ascontiguousarray(a.transpose(0, 3, 1, 2))
+
+
+def _depthwise_by_taps(x, w, stride, padding, dilation, out_hw):
+    padded = _channels_last_padded(x, padding)
+    y = np.zeros((x.shape[0], *out_hw, x.shape[1]), x.dtype)
+    for i, j, window in _tap_windows(w.shape[2:], stride, dilation, out_hw):
+        y += w[:, 0, i, j] * padded[window]
+    return _channels_first(y)
+
+
+def _depthwise_weight_grad_by_taps(x, g, kernel, stride, padding, dilation):
+    padded = _channels_last_padded(x, padding)
+    grads = np.ascontiguousarray(g.transpose(0, 2, 3, 1)).reshape(-1, g.shape[1])
+    dw = np.empty((x.shape[1], 1, *kernel), x.dtype)
+    for i, j, window in _tap_windows(kernel, stride, dilation, g.shape[2:]):
+        dw[:, 0, i, j] = (grads * padded[window].reshape(grads.shape)).sum(axis=0)
+    return dw
+
+
+def _depthwise_input_grad_by_taps(g, w, stride, padding, dilation, out):
+    top, bottom, left, right = padding
+    padded = np.zeros((g.shape[0], out[0] + top + bottom, out[1] + left + right, g.shape[1]), g.dtype)
+    grads = g.transpose(0, 2, 3, 1)
+    for i, j, window in _tap_windows(w.shape[2:], stride, dilation, g.shape[2:]):
+        padded[window] += w[:, 0, i, j] * grads
+    return _channels_first(padded[:, top:top + out[0], left:left + out[1]])
 
 
 def _is_depthwise(channels: int, w, groups: int, dtype) -> bool:
@@ -735,6 +756,8 @@ def _conv(x, w, stride, padding, dilation, groups, path):
         return _single_position_conv(x, w, _single_position(x, w.shape[2:], padding, dilation, groups, 1))
     if path == "gathered":
         return _gathered_conv(x, w, stride, padding, dilation)
+    if path == "direct" and math.prod(out) <= SMALL_MAP_POSITIONS and min(padding) >= 0:
+        return _depthwise_by_taps(x, w, stride, padding, dilation, out)
     if path == "direct":
         y = np.empty((x.shape[0], x.shape[1], *out), x.dtype)
         _depthwise(np.ascontiguousarray(x), np.ascontiguousarray(w).reshape(w.shape[0], *w.shape[2:]),
@@ -797,7 +820,7 @@ def _conv_weight_grad(x, g, kernel_size, stride, padding, dilation, groups, path
     blas = gemm_for(x.dtype) if groups == 1 and x.dtype == g.dtype else None
     applies = {"pointwise": _pointwise(x, kernel_size, stride, padding, dilation, groups) and x.dtype == g.dtype,
                "direct": x.ndim == 4 and groups == x.shape[1] == g.shape[1] and x.dtype == g.dtype
-               and g.shape[-1] <= DEPTHWISE_GRAD_DIRECT_MAX_WIDTH,
+               and math.prod(g.shape[2:]) <= SMALL_MAP_POSITIONS and min(padding) >= 0,
                "single": x.dtype == g.dtype and _single_position(x, kernel_size, padding, dilation, groups,
                                                                   math.prod(g.shape[2:])) is not None,
                "gathered": x.dtype == g.dtype and _gathered(x, (g.shape[1], x.shape[1], *kernel_size), padding, groups,
@@ -813,11 +836,8 @@ def _conv_weight_grad(x, g, kernel_size, stride, padding, dilation, groups, path
                                             _single_position(x, kernel_size, padding, dilation, groups, 1))
     if path == "gathered":
         return _gathered_weight_grad(x, g, tuple(kernel_size), stride, padding, dilation)
-    if path == "direct":
-        dw = np.empty((x.shape[1], *kernel_size), x.dtype)
-        _depthwise_weight_grad(np.ascontiguousarray(x), np.ascontiguousarray(g), *kernel_size, stride[0], stride[1],
-                               padding[0], padding[2], dilation[0], dilation[1], dw)
-        return dw.reshape(x.shape[1], 1, *kernel_size)
+    if path == "direct":  # a depthwise convolution on a small map
+        return _depthwise_weight_grad_by_taps(x, g, tuple(kernel_size), stride, padding, dilation)
     if path == "wide":
         return _wide_weight_grad(np.ascontiguousarray(x), g, *kernel_size)
     x4, kernel, stride2, pads, dilation2 = _as_2d(x, kernel_size, stride, padding, dilation)
@@ -881,6 +901,8 @@ def conv_transpose(x, w, stride, padding, output_padding, dilation, groups):
     if x.ndim == 4 and _is_depthwise(x.shape[1], w, groups, x.dtype):  # a depthwise convolution's input gradient
         out = _ref.conv_transpose_sizes("conv_transpose", x.shape[2:], w.shape[2:], stride, padding, output_padding,
                                         dilation)
+        if math.prod(x.shape[2:]) <= SMALL_MAP_INPUT_GRAD_POSITIONS and min(padding) >= 0:
+            return _depthwise_input_grad_by_taps(x, w, stride, padding, dilation, out)
         y = np.zeros((x.shape[0], x.shape[1], *out), x.dtype)
         _depthwise_input_grad(np.ascontiguousarray(x), np.ascontiguousarray(w).reshape(w.shape[0], *w.shape[2:]),
                               stride[0], stride[1], padding[0], padding[2], dilation[0], dilation[1], y)
