@@ -82,6 +82,8 @@ def cases() -> list[Case]:
              {"input_size": [32, 32]}),
         Case("adaptive_max_pool", "ResNet-size [32, 32, 32, 32] -> 1x1", (res_act,), {"output_size": [1, 1]}),
         Case("batch_norm", "ResNet [32, 32, 32, 32]", (res_act, res_w, res_b), {"channel_axis": 1, "epsilon": 1e-5}),
+        Case("batch_norm_infer", "ResNet [32, 32, 32, 32], eval", (res_act, res_w, res_b, res_mean, res_var),
+             {"channel_axis": 1, "epsilon": 1e-5}),
         Case("batch_norm_grad", "ResNet [32, 32, 32, 32]", (res_act, res_w, res_mean, res_var, rand(32, 32, 32, 32)),
              {"channel_axis": 1, "epsilon": 1e-5}),
         Case("layer_norm", "encoder [8, 128, 256]", (tokens, ln_w, ln_b), {"begin_norm_axis": 2, "epsilon": 1e-5}),

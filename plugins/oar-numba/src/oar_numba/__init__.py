@@ -24,6 +24,7 @@ KERNELS = {
     "adaptive_max_pool": _pooling.adaptive_max_pool,
     "batch_norm": _norm.batch_norm,
     "batch_norm_grad": _norm.batch_norm_grad,
+    "batch_norm_infer": _norm.batch_norm_infer,
     "layer_norm": _norm.layer_norm,
     "layer_norm_grad": _norm.layer_norm_grad,
     "softmax_grad": _activation.softmax_grad,
