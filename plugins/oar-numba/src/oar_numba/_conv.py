@@ -41,6 +41,7 @@ from numba import prange
 
 from oar.nn.functional import conv as _ref
 from oar.ops import blas_threads_for, one_blas_thread
+from oar.profiler import RecordEvent, TracerEventType
 from oar_numba import _jit
 from oar_numba._blas import gemm, gemm_for, gemm_nt
 from oar_numba._jit import always_parallel, parallel, scratch, serial, split_samples, two_ways
@@ -734,8 +735,8 @@ def conv_im2col(x, w, stride, padding, dilation, groups):
 
 
 def _conv(x, w, stride, padding, dilation, groups, path):
-    """The convolution by ``path`` ("pointwise", "direct", "single", "gathered", "wide", "bands",
-    "im2col"), or, where that path does
+    """The convolution by ``path`` ("pointwise", "direct" or "taps" for depthwise, "single", "gathered",
+    "wide", "bands", "im2col"), or, where that path does
     not apply or is None, by the one the measured rules pick (docs/numba.md)."""
     if x.ndim not in (3, 4) or x.size == 0 or w.size == 0:
         return _ref._conv_kernel(x, w, stride, padding, dilation, groups)
@@ -750,13 +751,20 @@ def _conv(x, w, stride, padding, dilation, groups, path):
                "bands": blas is not None, "im2col": True}
     if not applies.get(path, False):
         path = next(p for p, ok in applies.items() if ok)
+    if path == "direct" and math.prod(out) <= SMALL_MAP_POSITIONS and min(padding) >= 0:
+        path = "taps"
+    with RecordEvent(f"conv: numba.{path}", TracerEventType.Kernel):  # the path, in a profile's Kernel Summary
+        return _conv_by(path, x, w, stride, padding, dilation, groups, out, blas)
+
+
+def _conv_by(path, x, w, stride, padding, dilation, groups, out, blas):
     if path == "pointwise":
         return _pointwise_conv(x, w)
     if path == "single":
         return _single_position_conv(x, w, _single_position(x, w.shape[2:], padding, dilation, groups, 1))
     if path == "gathered":
         return _gathered_conv(x, w, stride, padding, dilation)
-    if path == "direct" and math.prod(out) <= SMALL_MAP_POSITIONS and min(padding) >= 0:
+    if path == "taps":
         return _depthwise_by_taps(x, w, stride, padding, dilation, out)
     if path == "direct":
         y = np.empty((x.shape[0], x.shape[1], *out), x.dtype)
@@ -803,8 +811,8 @@ def conv_weight_grad_bands(x, g, kernel_size, stride, padding, dilation, groups)
     return _conv_weight_grad(x, g, kernel_size, stride, padding, dilation, groups, "bands")
 
 
-def conv_weight_grad_direct(x, g, kernel_size, stride, padding, dilation, groups):
-    return _conv_weight_grad(x, g, kernel_size, stride, padding, dilation, groups, "direct")
+def conv_weight_grad_taps(x, g, kernel_size, stride, padding, dilation, groups):
+    return _conv_weight_grad(x, g, kernel_size, stride, padding, dilation, groups, "taps")
 
 
 def conv_weight_grad_im2col(x, g, kernel_size, stride, padding, dilation, groups):
@@ -812,14 +820,14 @@ def conv_weight_grad_im2col(x, g, kernel_size, stride, padding, dilation, groups
 
 
 def _conv_weight_grad(x, g, kernel_size, stride, padding, dilation, groups, path):
-    """The weight gradient by ``path`` ("pointwise", "direct" for depthwise, "single", "gathered", "wide",
+    """The weight gradient by ``path`` ("pointwise", "taps" for depthwise, "single", "gathered", "wide",
     "bands", "im2col") where it
     applies, as ``_conv``."""
     if x.ndim not in (3, 4) or x.size == 0 or g.size == 0:
         return _ref._conv_weight_grad_kernel(x, g, kernel_size, stride, padding, dilation, groups)
     blas = gemm_for(x.dtype) if groups == 1 and x.dtype == g.dtype else None
     applies = {"pointwise": _pointwise(x, kernel_size, stride, padding, dilation, groups) and x.dtype == g.dtype,
-               "direct": x.ndim == 4 and groups == x.shape[1] == g.shape[1] and x.dtype == g.dtype
+               "taps": x.ndim == 4 and groups == x.shape[1] == g.shape[1] and x.dtype == g.dtype
                and math.prod(g.shape[2:]) <= SMALL_MAP_POSITIONS and min(padding) >= 0,
                "single": x.dtype == g.dtype and _single_position(x, kernel_size, padding, dilation, groups,
                                                                   math.prod(g.shape[2:])) is not None,
@@ -829,6 +837,11 @@ def _conv_weight_grad(x, g, kernel_size, stride, padding, dilation, groups, path
                "bands": blas is not None, "im2col": True}
     if not applies.get(path, False):
         path = next(p for p, ok in applies.items() if ok)
+    with RecordEvent(f"conv_weight_grad: numba.{path}", TracerEventType.Kernel):
+        return _conv_weight_grad_by(path, x, g, kernel_size, stride, padding, dilation, groups, blas)
+
+
+def _conv_weight_grad_by(path, x, g, kernel_size, stride, padding, dilation, groups, blas):
     if path == "pointwise":
         return _pointwise_weight_grad(x, g)
     if path == "single":
@@ -836,7 +849,7 @@ def _conv_weight_grad(x, g, kernel_size, stride, padding, dilation, groups, path
                                             _single_position(x, kernel_size, padding, dilation, groups, 1))
     if path == "gathered":
         return _gathered_weight_grad(x, g, tuple(kernel_size), stride, padding, dilation)
-    if path == "direct":  # a depthwise convolution on a small map
+    if path == "taps":  # a depthwise convolution on a small map
         return _depthwise_weight_grad_by_taps(x, g, tuple(kernel_size), stride, padding, dilation)
     if path == "wide":
         return _wide_weight_grad(np.ascontiguousarray(x), g, *kernel_size)
@@ -892,40 +905,57 @@ def _same_adjoint(x, w, stride, padding, output_padding, dilation, groups) -> bo
     return x.shape[1] <= SAME_ADJOINT_MAX_CHANNELS and w.shape[1] >= SAME_ADJOINT_MIN_CHANNELS
 
 
+def _transpose_path(x, w, stride, padding, output_padding, dilation, groups, out) -> str:
+    """Which way ``conv_transpose`` goes, by the measured rules (docs/numba.md)."""
+    same_dtype = x.dtype == w.dtype
+    if _pointwise(x, w.shape[2:], stride, padding, dilation, groups) and not any(output_padding) and same_dtype:
+        return "pointwise"
+    if x.ndim == 4 and _is_depthwise(x.shape[1], w, groups, x.dtype):  # a depthwise convolution's input gradient
+        small = math.prod(x.shape[2:]) <= SMALL_MAP_INPUT_GRAD_POSITIONS and min(padding) >= 0
+        return "taps" if small else "direct"
+    if x.ndim == 4 and groups == 1 and math.prod(x.shape[2:]) == 1 and same_dtype and \
+            _single_position(np.empty((1, 1, *out)), w.shape[2:], padding, dilation, 1, 1) is not None:
+        return "single"
+    if x.ndim == 4 and _gathered(x, w.shape, padding, groups, math.prod(x.shape[2:])) and same_dtype:
+        return "gathered"
+    if _same_adjoint(x, w, stride, padding, output_padding, dilation, groups):
+        return "flipped"
+    if _wide(x.ndim, w.shape[2:], stride, padding, dilation, groups) and not any(output_padding) and same_dtype:
+        return "wide"
+    return "col2im"
+
+
 def conv_transpose(x, w, stride, padding, output_padding, dilation, groups):
     if x.ndim not in (3, 4) or x.size == 0 or w.size == 0:
         return _ref._conv_transpose_kernel(x, w, stride, padding, output_padding, dilation, groups)
-    if _pointwise(x, w.shape[2:], stride, padding, dilation, groups) and not any(output_padding) \
-            and x.dtype == w.dtype:
+    out = _ref.conv_transpose_sizes("conv_transpose", x.shape[2:], w.shape[2:], stride, padding, output_padding,
+                                    dilation)
+    path = _transpose_path(x, w, stride, padding, output_padding, dilation, groups, out)
+    with RecordEvent(f"conv_transpose: numba.{path}", TracerEventType.Kernel):
+        return _conv_transpose_by(path, x, w, stride, padding, dilation, groups, out)
+
+
+def _conv_transpose_by(path, x, w, stride, padding, dilation, groups, out):
+    if path == "pointwise":
         return _pointwise_transpose(x, w)
-    if x.ndim == 4 and _is_depthwise(x.shape[1], w, groups, x.dtype):  # a depthwise convolution's input gradient
-        out = _ref.conv_transpose_sizes("conv_transpose", x.shape[2:], w.shape[2:], stride, padding, output_padding,
-                                        dilation)
-        if math.prod(x.shape[2:]) <= SMALL_MAP_INPUT_GRAD_POSITIONS and min(padding) >= 0:
-            return _depthwise_input_grad_by_taps(x, w, stride, padding, dilation, out)
+    if path == "taps":
+        return _depthwise_input_grad_by_taps(x, w, stride, padding, dilation, out)
+    if path == "direct":
         y = np.zeros((x.shape[0], x.shape[1], *out), x.dtype)
         _depthwise_input_grad(np.ascontiguousarray(x), np.ascontiguousarray(w).reshape(w.shape[0], *w.shape[2:]),
                               stride[0], stride[1], padding[0], padding[2], dilation[0], dilation[1], y)
         return y
-    if x.ndim == 4 and groups == 1 and math.prod(x.shape[2:]) == 1 and x.dtype == w.dtype:
-        out = _ref.conv_transpose_sizes("conv_transpose", x.shape[2:], w.shape[2:], stride, padding, output_padding,
-                                        dilation)
-        window = _single_position(np.empty((1, 1, *out), x.dtype), w.shape[2:], padding, dilation, 1, 1)
-        if window is not None:
-            return _single_position_transpose(x, w, window, out)
-    if x.ndim == 4 and _gathered(x, w.shape, padding, groups, math.prod(x.shape[2:])) and x.dtype == w.dtype:
-        out = _ref.conv_transpose_sizes("conv_transpose", x.shape[2:], w.shape[2:], stride, padding, output_padding,
-                                        dilation)
+    if path == "single":
+        window = _single_position(np.empty((1, 1, *out)), w.shape[2:], padding, dilation, 1, 1)
+        return _single_position_transpose(x, w, window, out)
+    if path == "gathered":
         return _gathered_transpose(x, w, stride, padding, dilation, out)
-    if _same_adjoint(x, w, stride, padding, output_padding, dilation, groups):
+    if path == "flipped":  # see _same_adjoint
         flip = (slice(None), slice(None)) + (slice(None, None, -1),) * (w.ndim - 2)
         flipped = np.ascontiguousarray(np.swapaxes(w, 0, 1)[flip])  # [C, O, *kernel], reversed
         return conv(x, flipped, stride, padding, dilation, 1)
-    if _wide(x.ndim, w.shape[2:], stride, padding, dilation, groups) and not any(output_padding) \
-            and x.dtype == w.dtype:
+    if path == "wide":
         return _wide_transpose(x, w)
-    out = _ref.conv_transpose_sizes("conv_transpose", x.shape[2:], w.shape[2:], stride, padding, output_padding,
-                                    dilation)
     x4, kernel, stride2, pads, dilation2 = _as_2d(x, w.shape[2:], stride, padding, dilation)
     ih, iw = x4.shape[2:]
     n, c = x.shape[:2]

@@ -194,6 +194,10 @@ def build_summary(events, memory, *, sorted_by, op_detail: bool, thread_sep: boo
             title = "Operator Summary" + ("" if thread is None else f" (thread {thread})")
             sections.append(_table(title, header + (memory_header if with_memory else []), stat_rows(stats, with_memory),
                                    f"Time unit: {time_unit}"))
+    if want("KernelView") and any(e.kind == "Kernel" for e in events):  # inside operators: not in the overview
+        stats = grouped({"Kernel"}, False, nested=True)
+        sections.append(_table("Kernel Summary", header, stat_rows(stats, False),
+                               f"Time unit: {time_unit}; the path each kernel took, as its plugin records it"))
     if want("LayerView") and kinds_time["Forward"][0]:
         stats = grouped({"Forward"}, False, nested=True)
         sections.append(_table("Layer Summary", header + (["Peak increase"] if with_memory else []),
