@@ -39,7 +39,7 @@ def alternatives(op: str, dtype: str = "float32"):
 def test_numba_registers_the_conv_paths_and_numpy_max_pool():
     names = {op: [n for n, _ in alternatives(op)] for op in ("conv", "conv_weight_grad", "max_pool")}
     assert names["conv"] == ["default", "numba.bands", "numba.im2col", "numpy.reference"]
-    assert names["conv_weight_grad"] == ["default", "numba.bands", "numba.taps", "numba.im2col", "numpy.reference"]
+    assert names["conv_weight_grad"] == ["default", "numba.bands", "numba.channels_last", "numba.im2col", "numpy.reference"]
     assert names["max_pool"] == ["default", "numpy.reference"]
 
 
@@ -81,7 +81,7 @@ def test_a_choice_is_made_per_conv_shape_and_recorded(tuning):
     choices = autotune.choices()
     ops = [key.split("|")[0] for key in choices]
     assert ops.count("conv") == 3 and ops.count("conv_weight_grad") == 3 and ops.count("max_pool") == 3
-    names = {"default", "numba.bands", "numba.taps", "numba.im2col", "numpy.reference"}
+    names = {"default", "numba.bands", "numba.channels_last", "numba.im2col", "numpy.reference"}
     for value in choices.values():
         assert value["chosen"] in names and value["chosen"] in value["ms"]
     section = json.loads(autotune.cache_path().read_text())["machines"][autotune.machine_key()]

@@ -1,4 +1,4 @@
-"""The convolution paths chosen by shape (pointwise, depthwise taps and direct loops, one output
+"""The convolution paths chosen by shape (pointwise, depthwise channels-last and direct loops, one output
 position, gathered patches): each agrees with the numpy reference, forward and both gradients, and
 a profile's Kernel Summary names the path every call took."""
 
@@ -17,12 +17,14 @@ REF = _conv._ref
 # (x shape, weight shape, stride, padding, dilation, groups): the path each is meant to take
 CASES = {
     "pointwise": ((4, 24, 2, 2), (40, 24, 1, 1), 1, 0, 1, 1),
-    "taps": ((4, 12, 4, 4), (12, 1, 3, 3), 1, 1, 1, 12),
-    "direct": ((2, 6, 9, 9), (6, 1, 3, 3), 2, 1, 1, 6),
+    "channels_last": ((4, 12, 4, 4), (12, 1, 3, 3), 1, 1, 1, 12),
+    "channels_last, stride 2 and dilation": ((3, 10, 9, 9), (10, 1, 3, 3), 2, 2, 2, 10),
+    "direct": ((2, 6, 60, 60), (6, 1, 3, 3), 2, 1, 1, 6),
+    "direct, stride 1": ((1, 3, 58, 58), (3, 1, 3, 3), 1, 1, 1, 3),
     "single": ((3, 16, 1, 1), (8, 16, 3, 3), 1, 1, 1, 1),
     "gathered": ((3, 64, 2, 2), (64, 64, 3, 3), 1, 1, 1, 1),
     "gathered, stride 2 and dilation": ((2, 48, 6, 6), (96, 48, 3, 3), 2, 2, 2, 1),
-    "taps, 5x5 stride 2": ((2, 8, 6, 6), (8, 1, 5, 5), 2, 2, 1, 8),
+    "channels_last, 5x5 stride 2": ((2, 8, 6, 6), (8, 1, 5, 5), 2, 2, 1, 8),
 }
 
 
@@ -68,6 +70,7 @@ def test_the_kernel_summary_names_the_path_each_convolution_took(capsys):
     prof.summary(views=[profiler.SummaryView.KernelView])
     table = capsys.readouterr().out
     assert "Kernel Summary" in table
-    for line in ("conv: numba.taps", "conv: numba.pointwise", "conv_weight_grad: numba.taps",
-                 "conv_weight_grad: numba.pointwise", "conv_transpose: numba.taps", "conv_transpose: numba.pointwise"):
+    for line in ("conv: numba.channels_last", "conv: numba.pointwise", "conv_weight_grad: numba.channels_last",
+                 "conv_weight_grad: numba.pointwise", "conv_transpose: numba.channels_last",
+                 "conv_transpose: numba.pointwise"):
         assert line in table, table

@@ -60,7 +60,7 @@ ALTERNATIVES = {
     "conv": [("numba.bands", _conv.conv_bands), ("numba.im2col", _conv.conv_im2col),
              ("numpy.reference", _conv._ref.conv_op.reference)],
     "conv_weight_grad": [("numba.bands", _conv.conv_weight_grad_bands),
-                         ("numba.taps", _conv.conv_weight_grad_taps),
+                         ("numba.channels_last", _conv.conv_weight_grad_channels_last),
                          ("numba.im2col", _conv.conv_weight_grad_im2col),
                          ("numpy.reference", _conv._ref.conv_weight_grad_op.reference)],
     "max_pool": [("numpy.reference", _pooling._ref.max_pool_op.reference)],

@@ -51,10 +51,6 @@ WIDE_CHUNK_BYTES = 512 << 10  # wide patches per chunk: they stay in L2 between 
 SAME_ADJOINT_MAX_CHANNELS = 32  # see _same_adjoint
 SAME_ADJOINT_MIN_CHANNELS = 8
 DEPTHWISE_DIRECT_MIN_WIDTH = 56  # output columns from which _depthwise beats im2col at stride 1
-# Output columns up to which the direct depthwise kernels beat im2col, whose per-channel products
-# are a few elements each on MobileNetV2's last maps (1x1 to 4x4 at CIFAR size: 8 ms a call
-# through im2col, about 1 ms direct; docs/numba.md)
-DEPTHWISE_DIRECT_MAX_WIDTH = 8  # forward
 POINTWISE_MAX_POSITIONS = 64  # see _pointwise
 
 
@@ -651,59 +647,117 @@ def _depthwise_input_grad(g, w, sh, sw, top, left, dh, dw, out):
                             dst[q * sw + start] += tap * grads[q]
 
 
-# On maps of a few positions (MobileNetV2's 1x1 to 4x4 at CIFAR size) a plane is a handful of
-# floats and the loops above pay their per-row, per-tap setup for each: there the map goes
-# channels-last (one transposed copy) and the taps go one by one over every sample and position
-# at once, numpy operations whose inner loop runs over the channels (nine for 3x3).
-SMALL_MAP_POSITIONS = 64  # the forward and the weight gradient
-SMALL_MAP_INPUT_GRAD_POSITIONS = 16  # the input gradient (the scatter loop wins above)
+# Channels-last depthwise kernels, for maps up to 28x28 (MobileNetV2's later stages, at any input
+# size): there a plane's rows are short and the loops above pay their per-row, per-tap setup
+# for each, while with the channels innermost the loop over the channels is long and vectorises
+# (8x192x28x28: 7.8 -> 5.1 ms, 8x960x7x7: 5.4 -> 1.2 ms; docs/numba.md). The two transposed
+# copies cost more than they save on the large early maps, which keep the loops above.
+CHANNELS_LAST_MAX_POSITIONS = 784  # output positions of a plane (28x28)
 
 
-def _tap_windows(kernel, stride, dilation, out_hw):
-    """Per tap ``(i, j, window)``: the slice of a padded channels-last map [N, H, W, C] that tap
-    reads for every output position."""
-    for i in range(kernel[0]):
-        for j in range(kernel[1]):
-            rows = slice(i * dilation[0], i * dilation[0] + (out_hw[0] - 1) * stride[0] + 1, stride[0])
-            cols = slice(j * dilation[1], j * dilation[1] + (out_hw[1] - 1) * stride[1] + 1, stride[1])
-            yield i, j, (slice(None), rows, cols)
+@parallel
+def _depthwise_nhwc(x, w, sh, sw, top, left, dh, dw, y):
+    """y [N, OH, OW, C] = each channel of x [N, H, W, C] correlated with its filter w [kh, kw, C],
+    one output row of one sample per task."""
+    n, height, width, c = x.shape
+    kh, kw = w.shape[0], w.shape[1]
+    oh, ow = y.shape[1], y.shape[2]
+    for row in prange(n * oh):
+        s, r = row // oh, row % oh
+        for q in range(ow):
+            acc = y[s, r, q]
+            acc[:] = 0
+            for i in range(kh):
+                h = r * sh - top + i * dh
+                if h < 0 or h >= height:
+                    continue
+                for j in range(kw):
+                    col = q * sw - left + j * dw
+                    if col < 0 or col >= width:
+                        continue
+                    src, tap = x[s, h, col], w[i, j]
+                    for k in range(c):
+                        acc[k] += tap[k] * src[k]
 
 
-def _channels_last_padded(x, padding):
-    top, bottom, left, right = padding
-    padded = np.zeros((x.shape[0], x.shape[2] + top + bottom, x.shape[3] + left + right, x.shape[1]), x.dtype)
-    padded[:, top:top + x.shape[2], left:left + x.shape[3]] = x.transpose(0, 2, 3, 1)
-    return padded
+@parallel
+def _depthwise_nhwc_input_grad(g, w, sh, sw, top, left, dh, dw, out):
+    """out [N, H, W, C] += the input gradient of ``_depthwise_nhwc`` (out zeroed by the caller),
+    one sample per task (its windows overlap, another sample's do not)."""
+    n, oh, ow, c = g.shape
+    height, width = out.shape[1], out.shape[2]
+    kh, kw = w.shape[0], w.shape[1]
+    for s in prange(n):
+        for r in range(oh):
+            for q in range(ow):
+                grads = g[s, r, q]
+                for i in range(kh):
+                    h = r * sh - top + i * dh
+                    if h < 0 or h >= height:
+                        continue
+                    for j in range(kw):
+                        col = q * sw - left + j * dw
+                        if col < 0 or col >= width:
+                            continue
+                        dst, tap = out[s, h, col], w[i, j]
+                        for k in range(c):
+                            dst[k] += tap[k] * grads[k]
+
+
+@parallel
+def _depthwise_nhwc_weight_grad(x, g, sh, sw, top, left, dh, dw, sums):
+    """sums [parts, kh, kw, C]: part k's share of the samples' products of g [N, OH, OW, C] with
+    the inputs each tap read (x [N, H, W, C]); the caller adds the parts up."""
+    n, height, width, c = x.shape
+    oh, ow = g.shape[1], g.shape[2]
+    parts, kh, kw = sums.shape[0], sums.shape[1], sums.shape[2]
+    for part in prange(parts):
+        acc = sums[part]
+        for s in range(n * part // parts, n * (part + 1) // parts):
+            for r in range(oh):
+                for q in range(ow):
+                    grads = g[s, r, q]
+                    for i in range(kh):
+                        h = r * sh - top + i * dh
+                        if h < 0 or h >= height:
+                            continue
+                        for j in range(kw):
+                            col = q * sw - left + j * dw
+                            if col < 0 or col >= width:
+                                continue
+                            src, dst = x[s, h, col], acc[i, j]
+                            for k in range(c):
+                                dst[k] += grads[k] * src[k]
+
+
+def _channels_last(a):
+    return np.ascontiguousarray(a.transpose(0, 2, 3, 1))
 
 
 def _channels_first(a):
     return np.ascontiguousarray(a.transpose(0, 3, 1, 2))
 
 
-def _depthwise_by_taps(x, w, stride, padding, dilation, out_hw):
-    padded = _channels_last_padded(x, padding)
-    y = np.zeros((x.shape[0], *out_hw, x.shape[1]), x.dtype)
-    for i, j, window in _tap_windows(w.shape[2:], stride, dilation, out_hw):
-        y += w[:, 0, i, j] * padded[window]
+def _depthwise_channels_last(x, w, stride, padding, dilation, out_hw):
+    y = np.empty((x.shape[0], *out_hw, x.shape[1]), x.dtype)
+    _depthwise_nhwc(_channels_last(x), np.ascontiguousarray(w[:, 0].transpose(1, 2, 0)), stride[0], stride[1],
+                    padding[0], padding[2], dilation[0], dilation[1], y)
     return _channels_first(y)
 
 
-def _depthwise_weight_grad_by_taps(x, g, kernel, stride, padding, dilation):
-    padded = _channels_last_padded(x, padding)
-    grads = np.ascontiguousarray(g.transpose(0, 2, 3, 1)).reshape(-1, g.shape[1])
-    dw = np.empty((x.shape[1], 1, *kernel), x.dtype)
-    for i, j, window in _tap_windows(kernel, stride, dilation, g.shape[2:]):
-        dw[:, 0, i, j] = (grads * padded[window].reshape(grads.shape)).sum(axis=0)
-    return dw
+def _depthwise_weight_grad_channels_last(x, g, kernel, stride, padding, dilation):
+    parts = min(numba.get_num_threads(), x.shape[0])
+    sums = np.zeros((parts, *kernel, x.shape[1]), x.dtype)
+    _depthwise_nhwc_weight_grad(_channels_last(x), _channels_last(g), stride[0], stride[1], padding[0], padding[2],
+                                dilation[0], dilation[1], sums)
+    return np.ascontiguousarray(sums.sum(axis=0).transpose(2, 0, 1)).reshape(x.shape[1], 1, *kernel)
 
 
-def _depthwise_input_grad_by_taps(g, w, stride, padding, dilation, out):
-    top, bottom, left, right = padding
-    padded = np.zeros((g.shape[0], out[0] + top + bottom, out[1] + left + right, g.shape[1]), g.dtype)
-    grads = g.transpose(0, 2, 3, 1)
-    for i, j, window in _tap_windows(w.shape[2:], stride, dilation, g.shape[2:]):
-        padded[window] += w[:, 0, i, j] * grads
-    return _channels_first(padded[:, top:top + out[0], left:left + out[1]])
+def _depthwise_input_grad_channels_last(g, w, stride, padding, dilation, out):
+    dx = np.zeros((g.shape[0], *out, g.shape[1]), g.dtype)
+    _depthwise_nhwc_input_grad(_channels_last(g), np.ascontiguousarray(w[:, 0].transpose(1, 2, 0)), stride[0],
+                               stride[1], padding[0], padding[2], dilation[0], dilation[1], dx)
+    return _channels_first(dx)
 
 
 def _is_depthwise(channels: int, w, groups: int, dtype) -> bool:
@@ -712,12 +766,10 @@ def _is_depthwise(channels: int, w, groups: int, dtype) -> bool:
 
 
 def _direct_depthwise(x, w, stride, groups, out_w: int) -> bool:
-    """Whether a convolution is depthwise (one filter per channel) with output rows long enough,
-    or short enough, or a stride, for ``_depthwise`` to beat im2col and its per-channel products
-    (docs/numba.md)."""
+    """Whether a convolution is depthwise (one filter per channel) with output rows long enough, or
+    a stride, for ``_depthwise`` to beat im2col and its per-channel products (docs/numba.md)."""
     return (x.ndim == 4 and _is_depthwise(x.shape[1], w, groups, x.dtype)
-            and (stride[0] > 1 or stride[1] > 1 or out_w >= DEPTHWISE_DIRECT_MIN_WIDTH
-                 or out_w <= DEPTHWISE_DIRECT_MAX_WIDTH))
+            and (stride[0] > 1 or stride[1] > 1 or out_w >= DEPTHWISE_DIRECT_MIN_WIDTH))
 
 
 def conv(x, w, stride, padding, dilation, groups):
@@ -735,15 +787,17 @@ def conv_im2col(x, w, stride, padding, dilation, groups):
 
 
 def _conv(x, w, stride, padding, dilation, groups, path):
-    """The convolution by ``path`` ("pointwise", "direct" or "taps" for depthwise, "single", "gathered",
-    "wide", "bands", "im2col"), or, where that path does
-    not apply or is None, by the one the measured rules pick (docs/numba.md)."""
+    """The convolution by ``path`` ("pointwise", "channels_last" or "direct" for depthwise, "single",
+    "gathered", "wide", "bands", "im2col"), or, where that path does not apply or is None, by the
+    one the measured rules pick (docs/numba.md)."""
     if x.ndim not in (3, 4) or x.size == 0 or w.size == 0:
         return _ref._conv_kernel(x, w, stride, padding, dilation, groups)
     out = _ref.conv_sizes("conv", x.shape[2:], w.shape[2:], stride, padding, dilation)
     blas = gemm_for(x.dtype) if groups == 1 and x.dtype == w.dtype else None
+    depthwise = x.ndim == 4 and _is_depthwise(x.shape[1], w, groups, x.dtype)
     applies = {"pointwise": _pointwise(x, w.shape[2:], stride, padding, dilation, groups) and x.dtype == w.dtype,
-               "direct": x.ndim == 4 and groups > 1 and _direct_depthwise(x, w, stride, groups, out[-1]),
+               "channels_last": depthwise and math.prod(out) <= CHANNELS_LAST_MAX_POSITIONS,
+               "direct": depthwise and _direct_depthwise(x, w, stride, groups, out[-1]),
                "single": x.dtype == w.dtype and _single_position(x, w.shape[2:], padding, dilation, groups,
                                                                   math.prod(out)) is not None,
                "gathered": x.dtype == w.dtype and _gathered(x, w.shape, padding, groups, math.prod(out)),
@@ -751,8 +805,6 @@ def _conv(x, w, stride, padding, dilation, groups, path):
                "bands": blas is not None, "im2col": True}
     if not applies.get(path, False):
         path = next(p for p, ok in applies.items() if ok)
-    if path == "direct" and math.prod(out) <= SMALL_MAP_POSITIONS and min(padding) >= 0:
-        path = "taps"
     with RecordEvent(f"conv: numba.{path}", TracerEventType.Kernel):  # the path, in a profile's Kernel Summary
         return _conv_by(path, x, w, stride, padding, dilation, groups, out, blas)
 
@@ -764,8 +816,8 @@ def _conv_by(path, x, w, stride, padding, dilation, groups, out, blas):
         return _single_position_conv(x, w, _single_position(x, w.shape[2:], padding, dilation, groups, 1))
     if path == "gathered":
         return _gathered_conv(x, w, stride, padding, dilation)
-    if path == "taps":
-        return _depthwise_by_taps(x, w, stride, padding, dilation, out)
+    if path == "channels_last":
+        return _depthwise_channels_last(x, w, stride, padding, dilation, out)
     if path == "direct":
         y = np.empty((x.shape[0], x.shape[1], *out), x.dtype)
         _depthwise(np.ascontiguousarray(x), np.ascontiguousarray(w).reshape(w.shape[0], *w.shape[2:]),
@@ -811,8 +863,8 @@ def conv_weight_grad_bands(x, g, kernel_size, stride, padding, dilation, groups)
     return _conv_weight_grad(x, g, kernel_size, stride, padding, dilation, groups, "bands")
 
 
-def conv_weight_grad_taps(x, g, kernel_size, stride, padding, dilation, groups):
-    return _conv_weight_grad(x, g, kernel_size, stride, padding, dilation, groups, "taps")
+def conv_weight_grad_channels_last(x, g, kernel_size, stride, padding, dilation, groups):
+    return _conv_weight_grad(x, g, kernel_size, stride, padding, dilation, groups, "channels_last")
 
 
 def conv_weight_grad_im2col(x, g, kernel_size, stride, padding, dilation, groups):
@@ -820,15 +872,15 @@ def conv_weight_grad_im2col(x, g, kernel_size, stride, padding, dilation, groups
 
 
 def _conv_weight_grad(x, g, kernel_size, stride, padding, dilation, groups, path):
-    """The weight gradient by ``path`` ("pointwise", "taps" for depthwise, "single", "gathered", "wide",
-    "bands", "im2col") where it
+    """The weight gradient by ``path`` ("pointwise", "channels_last" for depthwise, "single", "gathered",
+    "wide", "bands", "im2col") where it
     applies, as ``_conv``."""
     if x.ndim not in (3, 4) or x.size == 0 or g.size == 0:
         return _ref._conv_weight_grad_kernel(x, g, kernel_size, stride, padding, dilation, groups)
     blas = gemm_for(x.dtype) if groups == 1 and x.dtype == g.dtype else None
     applies = {"pointwise": _pointwise(x, kernel_size, stride, padding, dilation, groups) and x.dtype == g.dtype,
-               "taps": x.ndim == 4 and groups == x.shape[1] == g.shape[1] and x.dtype == g.dtype
-               and math.prod(g.shape[2:]) <= SMALL_MAP_POSITIONS and min(padding) >= 0,
+               "channels_last": x.ndim == 4 and groups == x.shape[1] == g.shape[1] and x.dtype == g.dtype
+               and math.prod(g.shape[2:]) <= CHANNELS_LAST_MAX_POSITIONS,
                "single": x.dtype == g.dtype and _single_position(x, kernel_size, padding, dilation, groups,
                                                                   math.prod(g.shape[2:])) is not None,
                "gathered": x.dtype == g.dtype and _gathered(x, (g.shape[1], x.shape[1], *kernel_size), padding, groups,
@@ -849,8 +901,8 @@ def _conv_weight_grad_by(path, x, g, kernel_size, stride, padding, dilation, gro
                                             _single_position(x, kernel_size, padding, dilation, groups, 1))
     if path == "gathered":
         return _gathered_weight_grad(x, g, tuple(kernel_size), stride, padding, dilation)
-    if path == "taps":  # a depthwise convolution on a small map
-        return _depthwise_weight_grad_by_taps(x, g, tuple(kernel_size), stride, padding, dilation)
+    if path == "channels_last":  # a depthwise convolution on a map of at most 28x28
+        return _depthwise_weight_grad_channels_last(x, g, tuple(kernel_size), stride, padding, dilation)
     if path == "wide":
         return _wide_weight_grad(np.ascontiguousarray(x), g, *kernel_size)
     x4, kernel, stride2, pads, dilation2 = _as_2d(x, kernel_size, stride, padding, dilation)
@@ -911,8 +963,7 @@ def _transpose_path(x, w, stride, padding, output_padding, dilation, groups, out
     if _pointwise(x, w.shape[2:], stride, padding, dilation, groups) and not any(output_padding) and same_dtype:
         return "pointwise"
     if x.ndim == 4 and _is_depthwise(x.shape[1], w, groups, x.dtype):  # a depthwise convolution's input gradient
-        small = math.prod(x.shape[2:]) <= SMALL_MAP_INPUT_GRAD_POSITIONS and min(padding) >= 0
-        return "taps" if small else "direct"
+        return "channels_last" if math.prod(x.shape[2:]) <= CHANNELS_LAST_MAX_POSITIONS else "direct"
     if x.ndim == 4 and groups == 1 and math.prod(x.shape[2:]) == 1 and same_dtype and \
             _single_position(np.empty((1, 1, *out)), w.shape[2:], padding, dilation, 1, 1) is not None:
         return "single"
@@ -938,8 +989,8 @@ def conv_transpose(x, w, stride, padding, output_padding, dilation, groups):
 def _conv_transpose_by(path, x, w, stride, padding, dilation, groups, out):
     if path == "pointwise":
         return _pointwise_transpose(x, w)
-    if path == "taps":
-        return _depthwise_input_grad_by_taps(x, w, stride, padding, dilation, out)
+    if path == "channels_last":
+        return _depthwise_input_grad_channels_last(x, w, stride, padding, dilation, out)
     if path == "direct":
         y = np.zeros((x.shape[0], x.shape[1], *out), x.dtype)
         _depthwise_input_grad(np.ascontiguousarray(x), np.ascontiguousarray(w).reshape(w.shape[0], *w.shape[2:]),
