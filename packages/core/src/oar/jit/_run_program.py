@@ -76,6 +76,17 @@ def _version(t: Tensor) -> int:
     return t._vc[0] if t._vc is not None else 0
 
 
+def _check_versions(versions) -> None:
+    """Refuse a backward that would read an input or parameter changed in place since the forward
+    (``versions``: [(tensor, its version at the forward)]), as eager autograd refuses it."""
+    for t, version in versions:
+        if _version(t) != version:
+            raise GradientError(
+                f"a to_static program needs its input or parameter of shape {list(t._data.shape)} "
+                f"({t.dtype.name}) for the backward pass, but that tensor was modified in place after the "
+                f"forward (version {version} -> {_version(t)}); call .clone() before the in-place op")
+
+
 class TrainingPlan:
     """A derived forward+backward program split into two executable sections."""
 
@@ -192,12 +203,7 @@ class RunProgramOp:
         plan = self.plan
         node._check_alive()
         # The saved forward values must be as the forward left them, as eager autograd checks.
-        for t, version in self.versions:
-            if _version(t) != version:
-                raise GradientError(
-                    f"a to_static program needs its input or parameter of shape {list(t._data.shape)} "
-                    f"({t.dtype.name}) for the backward pass, but that tensor was modified in place after the "
-                    f"forward (version {version} -> {_version(t)}); call .clone() before the in-place op")
+        _check_versions(self.versions)
         for k in plan.saved_outputs:
             if node._out_vcs[k][0] != 0:
                 raise GradientError(
@@ -345,12 +351,7 @@ class RecomputeOp:
 
     def grad(self, node: Node, *grads):
         node._check_alive()
-        for t, version in self.versions:
-            if _version(t) != version:
-                raise GradientError(
-                    f"a to_static program needs its input or parameter of shape {list(t._data.shape)} "
-                    f"({t.dtype.name}) again for the backward pass, but that tensor was modified in place after "
-                    f"the forward (version {version} -> {_version(t)}); call .clone() before the in-place op")
+        _check_versions(self.versions)
         inputs = list(node.inputs)  # checks the inputs that need a gradient the same way
         create = _eager.grad_enabled
         with enable_grad():
