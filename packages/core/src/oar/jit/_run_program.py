@@ -291,7 +291,6 @@ class TrainingPrograms:
         return plan
 
 
-
 def recomputable(program: Program) -> bool:
     """Whether calls of ``program`` may run the inference program and recompute the training
     forward only for a backward (``run_recomputing``): captured in eval mode, no state written
