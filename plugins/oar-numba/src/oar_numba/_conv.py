@@ -455,8 +455,8 @@ def _pointwise_transpose(g, w):
 # (the centre one): one product over every sample of those taps' inputs, [N, C * taps] @
 # [C * taps, O], instead of a GEMV per sample over all nine (33 -> ~1 ms a call; docs/numba.md).
 def _taps_inside(kernel, padding, dilation, size):
-    """``(first, last)`` taps of a kernel dim whose one output position reads inside [0, size),
-    and the input positions they read as a slice; None when no tap does."""
+    """``(taps, reads)``: the taps of a kernel dim whose one output position reads inside
+    [0, size), and the input positions they read, as two slices; None when no tap does."""
     inside = [i for i in range(kernel) if 0 <= i * dilation - padding < size]
     if not inside:
         return None
