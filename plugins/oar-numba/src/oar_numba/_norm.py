@@ -126,30 +126,16 @@ def _normalize(x, mean, scale, bias, pieces, y):
                     y[i, c, p] = (x[i, c, p] - mu) * a + b
 
 
-@parallel
-def _scale_shift(x, scale, shift, pieces, y):
-    """y = x * scale[c] + shift[c], in x's dtype: batch norm with given statistics, one pass."""
-    pre, channels, post = x.shape
-    for k in prange(pieces):
-        for i in range(k * pre // pieces, (k + 1) * pre // pieces):
-            for c in range(channels):
-                a = scale[c]
-                b = shift[c]
-                for p in range(post):
-                    y[i, c, p] = x[i, c, p] * a + b
-
-
 def batch_norm_infer(x, weight, bias, mean, var, channel_axis, epsilon):
-    """Batch norm with the running statistics (eval mode): the per-channel scale and shift in
-    float64, then one pass over x in its own dtype (the reference makes a product and a sum, two
-    passes and a temporary of x's size)."""
+    """Batch norm with the running statistics (eval mode): the per-channel scale in float64, then
+    training's one normalising pass over x, in x's dtype (the reference makes a product and a sum,
+    two passes and a temporary of x's size)."""
     if x.size == 0:
         return _ref._batch_norm_infer_kernel(x, weight, bias, mean, var, channel_axis, epsilon)
     xv = _bn_view(x, channel_axis)
     scale = weight.astype(np.float64) / np.sqrt(var.astype(np.float64) + epsilon)
-    shift = bias.astype(np.float64) - mean.astype(np.float64) * scale
     y = np.empty(xv.shape, x.dtype)
-    _scale_shift(xv, scale.astype(x.dtype), shift.astype(x.dtype), chunks(xv.shape[0]), y)
+    _normalize(xv, mean.astype(x.dtype), scale.astype(x.dtype), bias.astype(x.dtype), chunks(xv.shape[0]), y)
     return y.reshape(x.shape)
 
 
