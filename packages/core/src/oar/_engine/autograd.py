@@ -577,18 +577,16 @@ def backward(tensors, grad_tensors=None, retain_graph: bool = False) -> None:
         raise GradientError(f"backward: got {len(grad_tensors)} grad_tensors for {len(tensors)} tensors")
     roots, grads = [], []
     for i, (t, g) in enumerate(zip(tensors, grad_tensors)):
-        if t.stop_gradient:
-            raise GradientError(
-                f"backward: tensor {i} (shape {t.shape}) has stop_gradient=True, so no gradient "
-                f"flows from it; set stop_gradient=False on the inputs that need gradients"
-            )
+        if t.stop_gradient:  # nothing it depends on needs a gradient: Paddle's backward does nothing here
+            continue
         if g is None:
             g = _ones_like(t)
         else:
             _check_seed("backward", i, t, g)
         roots.append(t)
         grads.append(g)
-    run_backward(roots, grads, retain_graph=retain_graph)
+    if roots:
+        run_backward(roots, grads, retain_graph=retain_graph)
 
 
 def _ones_like(t):
