@@ -120,6 +120,22 @@ def _spec_leaves(spec, out: list) -> None:
             _spec_leaves(s, out)
 
 
+def as_input_specs(obj, dynamic_batch: bool = False):
+    """``obj`` (a call's arguments, or specs made by this function) with each tensor replaced by an
+    ``InputSpec`` of its shape and dtype, the first dim dynamic with ``dynamic_batch``: how
+    ``jit.save`` captures again a call made without input_spec."""
+    if isinstance(obj, (Tensor, InputSpec)):
+        shape = list(obj._data.shape) if isinstance(obj, Tensor) else list(obj.shape)
+        if dynamic_batch and shape:
+            shape[0] = None
+        return InputSpec(shape, obj.dtype, None, obj.stop_gradient)
+    if isinstance(obj, (list, tuple)) and not hasattr(obj, "_fields"):
+        return type(obj)(as_input_specs(o, dynamic_batch) for o in obj)
+    if isinstance(obj, dict):
+        return {k: as_input_specs(v, dynamic_batch) for k, v in obj.items()}
+    return obj
+
+
 def _example_tensor(spec: InputSpec, dynamic_size: int) -> Tensor:
     """A tensor that fits ``spec``: dynamic dims of ``dynamic_size``, floats in [0.1, 1), ints 0."""
     shape = tuple(dynamic_size if d == -1 else d for d in spec.shape)
@@ -298,6 +314,7 @@ class StaticFunction(StaticFunctionBase):
         self._cache: dict[tuple, Capture] = {}
         self._variants: dict[tuple, list[Capture]] = {}  # the guarded captures of a key
         self._last: Capture | None = None
+        self._last_call: tuple | None = None  # (args, kwargs) of the last captured call, tensors as InputSpecs
         self._fast: tuple | None = None  # (the last hit's _fast_signature, its Capture)
         self._fallback: GraphBreak | None = None
         self._exact_keys: set = set()  # generalized keys whose programs depend on a dynamic dim's size
@@ -552,6 +569,8 @@ class StaticFunction(StaticFunctionBase):
         return "same" if same else "differs"
 
     def _capture(self, key, shapes, args, kwargs, tensors, names, *, dry: bool):
+        if not dry:
+            self._last_call = (as_input_specs(list(args)), as_input_specs(dict(kwargs)))
         snapshot = _Snapshot([t for (_, _, t) in self._state().values()]) if dry else None
         try:
             program, result, tracer = self._trace(args, kwargs, tensors, names, shapes, full_graph=self._full_graph,

@@ -20,40 +20,72 @@ from oar.jit.api import Capture
 from oar.static.input import BuildStrategy, InputSpec
 
 
-class _TranslatedMixin:
-    """What both TranslatedLayer variants do: hold the program and run it."""
+class _SavedProgram:
+    """One saved program of the model (its forward, or another ``@to_static`` method) and how to
+    call it: the inputs are checked against the saved input spec."""
 
-    def _setup(self, program: Program, specs: list, output_specs: list) -> None:
+    def __init__(self, name: str, program: Program, specs: list, output_specs: list):
+        self.name = name
+        self.program = program
+        self.specs = list(specs)
+        self.output_specs = list(output_specs)
+        self.capture = Capture(program, BuildStrategy(), program.meta.get("device", "cpu"))
+
+    def __call__(self, *inputs):
+        if len(inputs) != len(self.program.feeds):
+            names = [s.get("name") for s in self.specs]
+            raise ArgumentError(f"TranslatedLayer.{self.name}: the saved program takes {len(self.program.feeds)} "
+                                f"input(s) {names}, got {len(inputs)}")
+        feeds = [_to_feed(x, self.specs[i] if i < len(self.specs) else {}, i) for i, x in enumerate(inputs)]
+        return self.capture.run(feeds)
+
+
+class _TranslatedMixin:
+    """What both TranslatedLayer variants do: hold the programs and run them."""
+
+    def _setup(self, program: Program, specs: list, output_specs: list, methods: dict) -> None:
+        saved = {"forward": _SavedProgram("forward", program, specs, output_specs)}
+        for name, (other, other_specs, other_outputs) in methods.items():
+            saved[name] = _SavedProgram(name, other, other_specs, other_outputs)
+            object.__setattr__(self, name, saved[name])  # the saved @to_static method: layer.encode(x)
+        object.__setattr__(self, "_saved", saved)
         object.__setattr__(self, "_program", program)
-        object.__setattr__(self, "_input_specs", list(specs))
-        object.__setattr__(self, "_output_specs", list(output_specs))
-        object.__setattr__(self, "_capture", Capture(program, BuildStrategy(), program.meta.get("device", "cpu")))
+        object.__setattr__(self, "_capture", saved["forward"].capture)
 
     def forward(self, *inputs):
-        specs = self._input_specs
-        if len(inputs) != len(self._program.feeds):
-            names = [s.get("name") for s in specs]
-            raise ArgumentError(f"TranslatedLayer: the saved program takes {len(self._program.feeds)} input(s) "
-                                f"{names}, got {len(inputs)}")
-        feeds = [_to_feed(x, specs[i] if i < len(specs) else {}, i) for i, x in enumerate(inputs)]
-        return self._capture.run(feeds)
+        return self._saved["forward"](*inputs)
 
     def program(self, method_name: str = "forward") -> Program:
-        """The program the layer runs (Paddle's ``TranslatedLayer.program``)."""
-        if method_name != "forward":
-            raise ArgumentError(f"TranslatedLayer.program: only 'forward' was saved, got {method_name!r}")
-        return self._program
+        """The program of a saved method (Paddle's ``TranslatedLayer.program``)."""
+        if method_name not in self._saved:
+            raise ArgumentError(f"TranslatedLayer.program: no saved method {method_name!r}; saved: "
+                                f"{sorted(self._saved)}")
+        return self._saved[method_name].program
 
     @property
     def input_spec(self) -> list:
         """The saved inputs: ``InputSpec``s with their names, dtypes and shapes (-1: any size)."""
-        return [InputSpec(s["shape"], s["dtype"], s.get("name"), s.get("stop_gradient", False)) for s in self._input_specs]
+        return [InputSpec(s["shape"], s["dtype"], s.get("name"), s.get("stop_gradient", False))
+                for s in self._saved["forward"].specs]
 
     @property
     def output_spec(self) -> list:
         """The saved outputs, flattened in order: ``InputSpec``s named ``output_0``, ``output_1``, ..."""
         return [InputSpec(s["shape"], s["dtype"], s.get("name") or f"output_{i}")
-                for i, s in enumerate(self._output_specs)]
+                for i, s in enumerate(self._saved["forward"].output_specs)]
+
+
+def _param_kinds(program: Program, methods: dict) -> dict:
+    """The parameters and buffers of every saved program, by name: they share one set of tensors."""
+    kinds = dict(program.param_kinds)
+    for other, _, _ in methods.values():
+        kinds.update(other.param_kinds)
+    return kinds
+
+
+def _share(tensors: dict, program: Program, methods: dict) -> None:
+    for p in [program] + [other for other, _, _ in methods.values()]:
+        p.param_tensors.update({name: tensors[name] for name in p.param_kinds})
 
 
 def _make_parameter(name: str, array: np.ndarray, kind: str, parameter_class):
@@ -80,22 +112,25 @@ def _nn_class():
         """
 
         @classmethod
-        def _from_saved(cls, program: Program, params: dict, specs: list, output_specs: list):
+        def _from_saved(cls, program: Program, params: dict, specs: list, output_specs: list,
+                        methods: dict | None = None):
             layer = cls()
+            methods = methods or {}
+            kinds = _param_kinds(program, methods)
             tensors = {}
-            for name, kind in program.param_kinds.items():
+            for name, kind in kinds.items():
                 t = _make_parameter(name, params[name], kind, Parameter if kind == "parameter" else None)
                 tensors[name] = t
-            if not _attach_tree(layer, tensors, program.param_kinds, nn.Layer):
+            if not _attach_tree(layer, tensors, kinds, nn.Layer):
                 layer = cls()  # names that do not form a tree: flat, with '.' as '_'
                 for name, t in tensors.items():
                     flat = name.replace(".", "_") or "param"
-                    if program.param_kinds[name] == "parameter":
+                    if kinds[name] == "parameter":
                         layer.add_parameter(flat, t)
                     else:
                         layer.register_buffer(flat, t)
-            program.param_tensors.update(tensors)
-            layer._setup(program, specs, output_specs)
+            _share(tensors, program, methods)
+            layer._setup(program, specs, output_specs, methods)
             if not program.meta.get("training", True):
                 layer.eval()
             return layer
@@ -145,13 +180,15 @@ class CoreTranslatedLayer(_TranslatedMixin):
         self._kinds: dict[str, str] = {}
 
     @classmethod
-    def _from_saved(cls, program: Program, params: dict, specs: list, output_specs: list):
+    def _from_saved(cls, program: Program, params: dict, specs: list, output_specs: list,
+                    methods: dict | None = None):
         layer = cls()
-        for name, kind in program.param_kinds.items():
+        methods = methods or {}
+        for name, kind in _param_kinds(program, methods).items():
             layer._state[name] = _make_parameter(name, params[name], kind, None)
             layer._kinds[name] = kind
-        program.param_tensors.update(layer._state)
-        layer._setup(program, specs, output_specs)
+        _share(layer._state, program, methods)
+        layer._setup(program, specs, output_specs, methods)
         if not program.meta.get("training", True):
             layer.eval()
         return layer
