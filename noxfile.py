@@ -145,4 +145,7 @@ def demo(session: nox.Session) -> None:
     int8: test accuracy, ``.pdiparams`` size and Predictor latency (oar-serving). Arguments go to
     oar-run, replacing both: ``python3 dev.py demo -- model=mlp trainer.epochs=5 slim=qat``."""
     session.install(*(f"./{dist}[vis]" if dist == "packages/nn" else f"./{dist}" for dist in DISTRIBUTIONS))
+    # Set-up compiles the common CPU kernels into numba's disk cache, saying so a model at a time,
+    # so that no first training step or export waits silently for them (docs/numba.md).
+    session.run("python", "-m", "oar_numba", "warm")
     session.run("oar-run", *(session.posargs or ["trainer.min_accuracy=0.97", "slim=ptq"]))

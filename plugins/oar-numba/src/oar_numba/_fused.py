@@ -623,9 +623,7 @@ def parallel_loop(fn) -> ParallelKernel:
     has no file to key numba's cache on) and without fast-math: a chain has no reduction to
     reassociate, and without contraction (FMA) or reciprocals each step rounds as numpy's ufunc
     does, so a fused program's outputs equal eager's bit for bit."""
-    kernel = ParallelKernel.__new__(ParallelKernel)
-    kernel.jitted = numba.njit(parallel=True, nogil=True)(fn)
-    return kernel
+    return ParallelKernel(fn, cache=False, fastmath=False)
 
 
 REFERENCE_BELOW = 1 << 15  # elements of the result; a 3-step broadcast chain broke even at 16-64 thousand

@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import itertools
 import os
+import sys
 import threading
+import time
 import types
 from concurrent.futures import ThreadPoolExecutor
 
@@ -46,6 +48,50 @@ import numpy as np  # noqa: E402
 from oar.ops import blas_controllers, one_blas_thread  # noqa: E402
 
 FASTMATH = {"reassoc", "contract", "arcp", "nsz"}
+
+
+class CompileNotice(numba.core.event.Listener):
+    """Says once per process, on stderr, that CPU kernels are being compiled, as soon as numba has
+    compiled for ``NOTICE_AFTER`` seconds in all: the first run of a fresh installation otherwise
+    sits silent for seconds (its first training step, an export). numba emits ``numba:compile``
+    only when a signature is neither in memory nor in the disk cache: a warm run says nothing."""
+
+    NOTICE_AFTER = 1.0  # seconds of compiling before the notice
+
+    def __init__(self, out=None):
+        self.out = out
+        self.compiled_s = 0.0  # time spent in finished outermost compilations
+        self.depth = 0
+        self.started = 0.0
+        self.timer: threading.Timer | None = None
+        self.said = False
+
+    def on_start(self, event) -> None:
+        self.depth += 1
+        if self.depth == 1 and not self.said:
+            self.started = time.perf_counter()
+            module = event.data["dispatcher"].py_func.__module__.rpartition(".")[2].strip("_")
+            self.timer = threading.Timer(max(0.0, self.NOTICE_AFTER - self.compiled_s), self.say, (module,))
+            self.timer.daemon = True
+            self.timer.start()
+
+    def on_end(self, event) -> None:
+        self.depth -= 1
+        if self.depth == 0 and self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+            self.compiled_s += time.perf_counter() - self.started
+
+    def say(self, what: str) -> None:
+        if not self.said:
+            self.said = True
+            print(f"oar-numba: compiling CPU kernels ({what}, ...), first run only: they are cached on disk for "
+                  f"later runs (`python -m oar_numba warm` compiles the common ones ahead)",
+                  file=self.out or sys.stderr, flush=True)
+
+
+COMPILE_NOTICE = CompileNotice()
+numba.core.event.register("numba:compile", COMPILE_NOTICE)
 # A call runs on numba's pool only when its largest array has at least SERIAL_BELOW elements.
 # Waking the pool's sleeping threads (passive waiting, above) costs tens of microseconds on the
 # project's 2-vCPU virtual machine, far more than for a pool that spins, and the data a region
@@ -57,23 +103,25 @@ COMPUTE_SERIAL_BELOW = 1 << 16  # the same for compute-bound loops (a direct con
 
 
 class ParallelKernel:
-    """A numba kernel whose ``prange`` loops run on numba's thread pool for large arguments."""
+    """A numba kernel whose ``prange`` loops run on numba's thread pool for large arguments.
 
-    __slots__ = ("jitted",)
+    It is compiled twice, each compilation on its first use: calls below ``SERIAL_BELOW`` elements,
+    and every call at one thread, run the serial compilation, which compiles several times faster
+    than the parallel one (numba's parfor passes), so a model of small tensors, or one run at one
+    thread, never compiles the parallel code (docs/numba.md, "Compilation and the disk cache")."""
 
-    def __init__(self, fn):
-        # named apart from a serial compilation of fn (see cache_variant), and from the entries an
-        # oar-numba before that fix cached under fn's own name
-        self.jitted = always_parallel(fn)
+    __slots__ = ("jitted", "serial")
+
+    def __init__(self, fn, *, cache: bool = True, fastmath=FASTMATH):
+        flags = {"cache": cache, "nogil": True, "fastmath": fastmath}
+        # each named apart (see cache_variant), and apart from the entries an oar-numba before
+        # that fix cached under fn's own name
+        self.jitted = numba.njit(parallel=True, **flags)(cache_variant(fn, "parallel"))
+        self.serial = numba.njit(**flags)(cache_variant(fn, "serial"))
 
     def __call__(self, *args):
-        threads = numba.get_num_threads()
-        if threads > 1 and max(a.size for a in args if isinstance(a, np.ndarray)) < SERIAL_BELOW:
-            numba.set_num_threads(1)  # masks the pool for this thread only, for this call
-            try:
-                return self.jitted(*args)
-            finally:
-                numba.set_num_threads(threads)
+        if numba.get_num_threads() == 1 or max(a.size for a in args if isinstance(a, np.ndarray)) < SERIAL_BELOW:
+            return self.serial(*args)
         return self.jitted(*args)
 
 
@@ -109,14 +157,14 @@ def cache_variant(fn, variant: str):
 
 class TwoWays:
     """A loop nest compiled twice: serially for calls whose largest array is below
-    ``SERIAL_BELOW`` elements, in parallel above. A serial call consults and wakes no thread
-    pool, which at batch 1 cost about as much as the kernel itself. ``kernel(largest, *args)``
-    picks by ``largest``; ``.serial`` and ``.parallel`` are the two compilations."""
+    ``SERIAL_BELOW`` elements, in parallel above, as ``ParallelKernel``, for a caller that knows
+    the largest size: ``kernel(largest, *args)`` picks by it; ``.serial`` and ``.parallel`` are the
+    two compilations."""
 
     __slots__ = ("parallel", "serial")
 
     def __init__(self, fn):
-        self.parallel, self.serial = parallel(fn), serial(fn)
+        self.parallel, self.serial = always_parallel(fn), serial(fn)
 
     def __call__(self, largest: int, *args):
         return (self.serial if largest < SERIAL_BELOW else self.parallel)(*args)
