@@ -40,7 +40,8 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("L2 op definitions", [
         "oar._ops._common", "oar._ops.creation", "oar._ops.shape", "oar._ops.reduction", "oar._ops.indexing",
         "oar._ops.elementwise", "oar._ops.fused_elementwise", "oar._ops.linalg", "oar._ops.random",
-        "oar._ops.assign", "oar._ops.inplace", "oar._ops.linalg_ext", "oar._ops", "oar._ops.tensor_methods",
+        "oar._ops.assign", "oar._ops.inplace", "oar._ops.linalg_ext", "oar._ops.special", "oar._ops.manipulation", "oar._ops.statistics",
+        "oar._ops.complex", "oar._ops.compat", "oar._ops", "oar._ops.tensor_methods",
     ]),
     ("L3 static graph", [
         "oar._graph.program", "oar._graph.rewrite", "oar._graph.symbolic", "oar._graph.tracing",
@@ -48,10 +49,11 @@ LAYERS: list[tuple[str, list[str]]] = [
         "oar._graph.static_backward", "oar._graph",
     ]),
     ("L4 public surfaces", [
-        "oar.ops", "oar.utils.convert_paddle", "oar.utils.convert_paddle.__main__", "oar.utils.install_check", "oar.utils",
-        "oar.autograd", "oar.device.cuda", "oar.device", "oar.profiler._statistics", "oar.profiler",
+        "oar.ops", "oar.framework", "oar.utils.convert_paddle", "oar.utils.convert_paddle.__main__", "oar.utils.install_check", "oar.utils",
+        "oar.autograd", "oar.device._streams", "oar.device.cuda", "oar.device", "oar.profiler._statistics", "oar.profiler",
         "oar.incubate.autotune", "oar.incubate",
-        "oar.linalg", "oar.distribution._special", "oar.distribution._base", "oar.distribution._continuous",
+        "oar.linalg", "oar.fft", "oar.signal", "oar.sparse._tensor", "oar.sparse._math", "oar.sparse.nn.functional",
+        "oar.sparse.nn", "oar.sparse", "oar.distribution._special", "oar.distribution._base", "oar.distribution._continuous",
         "oar.distribution._discrete", "oar.distribution._multivariate", "oar.distribution._transform",
         "oar.distribution", "oar.static.input", "oar.static.nn",
         "oar.static.passes", "oar.static", "oar.jit._guards", "oar.jit.dy2static.transformer", "oar.jit.dy2static.runtime",
@@ -65,10 +67,10 @@ LAYERS: list[tuple[str, list[str]]] = [
 ALLOWED_CYCLES = {("oar._ops.shape", "oar._ops.reduction")}  # their gradients are each other
 REASONS = ("deferred (import time)", "optional dependency", "allowed cycle")
 
-# Code lines per layer: the combined budget of the engine and the op definitions is 10,000.
+# Code lines per layer: the combined budget of the engine and the op definitions is ENGINE_AND_OPS_BUDGET.
 BUDGETS = {
     "L0 foundations": 85,
-    "L1 eager engine": 2795,  # from 2250: oar.save's depth limit and stale temporaries, allocation errors;
+    "L1 eager engine": 2817,  # from 2250: oar.save's depth limit and stale temporaries, allocation errors;
     # +163: views that share memory with their base, and in-place writes through them (#24);
     # +43: Paddle 3's type promotion, where it raises included (promoted_dtype, #24)
     # +67: Tensor.register_post_accumulate_grad_hook, oar.autograd.queue_callback and oar.from_numpy
@@ -77,13 +79,18 @@ BUDGETS = {
     # backward's spans, Mode.observer so that to_static runs its programs under a profiler (#20)
     # +40: kernel alternatives in the kernel registry and autotune's tuner on a lookup miss (#20)
     # +12: gradients that meet summed in place once the backward owns the sum (#23)
-    "L2 op definitions": 4828,  # +43: the view ops' view_inverse rules (#24); +11: Paddle's scalar operands (#24);
+    # +22: complex64 and complex128, Paddle's promotion with them, their printing (#19)
+    "L2 op definitions": 7747,  # +43: the view ops' view_inverse rules (#24); +11: Paddle's scalar operands (#24);
     # +1001: oar.linalg's 20 ops with their gradient rules (linalg_ext, #19)
     # +3: creation functions counted by oar.device's memory statistics (#20)
     # +20: oar.add_n (#23), sigmoid's kernel without np.where (#23)
+    # +2919: Paddle's top-level and Tensor names (#19): the special functions (special, 698), splits,
+    # stacks, scatters and in-place shape variants (manipulation, 575), nan-reductions, quantiles,
+    # histograms and unique (statistics, 621), complex tensors and the fft ops (complex, 414), the
+    # aliases, casts, tensor information and random fills (compat, 578)
     "L3 static graph": 2937,  # +250: to_static's guards on dynamic dims (symbolic) and errors naming the line (#24)
     # +7: the executor reports each program node to a profiler and to the memory count (#20)
-    "L4 public surfaces": 5414,  # +1247: oar.distribution, Paddle's distributions, transforms and KL rules (#19);
+    "L4 public surfaces": 6850,  # +1247: oar.distribution, Paddle's distributions, transforms and KL rules (#19);
     # +330: to_static's guards on Python values, refused randomness and mutations (#24);
     # +9: oar.utils.public_dir, a dir() of the public API only (#19); +46: the oar.linalg namespace (#19)
     # +260: oar.utils.convert_paddle, Paddle's pickled checkpoints read without running them (#19)
@@ -94,17 +101,31 @@ BUDGETS = {
     # the DataLoader's tuning settings (#20)
     # +76: an eval-mode to_static call without no_grad runs the inference program and recomputes the
     # training forward only for a backward; the profiler's Kernel Summary (#23)
+    # +1436: Paddle's namespaces (#19): oar.sparse (644), oar.fft and oar.signal (83), oar.framework's
+    # flags, dtype info and constants (166), oar.device's streams and queries, oar.autograd's jacobian
+    # and hessian, oar.utils' deprecated/try_import, jit.ignore_module and logging; jit.save of a model
+    # traced without input_spec and of every @to_static method
     "L5 tools": 747,  # +15: oar.testing.numeric_gradient and line_of, used by the tests of several packages;
     # +142: python -m oar doctor, what is installed and what is broken with its fix (#20)
-    "the package": 128,  # +1: oar.distribution's lazy entry (#19)
+    "the package": 149,  # +1: oar.distribution's lazy entry (#19)
     # +6: oar.device and oar.profiler's lazy entries, OAR_COUNT_MEMORY=1 counting from import (#20)
     # +1: oar.incubate's lazy entry (#20)
+    # +8: the star imports of four new op families and the lazy oar.fft and oar.signal (#19)
+    # +13: the compat family and oar.framework, the lazy oar.sparse and oar.text, Paddle 3's dtype aliases and
+    # top-level functionals served by oar-nn (#19)
 }
-ENGINE_AND_OPS_BUDGET = 10_000
+ENGINE_AND_OPS_BUDGET = 10_600  # from 10,000: Paddle's top-level and Tensor names (#19)
 
 # Strings in core equal to an nn op's name that are no reference to that op.
 NOT_OP_REFERENCES = {
     ("oar/_ops/elementwise.py", "relu"),  # paddle.scale's act argument, computed with maximum
+    ("oar/_ops/manipulation.py", "unfold"),  # paddle.unfold (sliding windows, composed), not nn's im2col op
+    ("oar/_ops/statistics.py", "linear"),  # quantile's interpolation mode, not nn's linear op
+    ("oar/sparse/nn/functional.py", "relu"),  # paddle.sparse.nn.functional's names: functions of a
+    ("oar/sparse/nn/functional.py", "leaky_relu"),  # sparse tensor's values, composed of core ops
+    ("oar/sparse/nn/functional.py", "softmax"),
+    ("oar/__init__.py", "group_norm"),  # oar.group_norm, oar.layer_norm: Paddle's top-level names for nn's
+    ("oar/__init__.py", "layer_norm"),  # functionals, resolved lazily from oar.nn.functional
 }
 
 

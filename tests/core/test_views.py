@@ -410,7 +410,7 @@ def test_every_view_op_can_write_back_or_makes_read_only_views():
 
     view_ops = {name: op for name, op in registries().ops.items() if op.view}
     assert set(view_ops) == {"reshape", "flatten", "squeeze", "unsqueeze", "transpose", "slice",
-                             "strided_slice", "split", "unbind", "getitem", "broadcast_to"}
+                             "strided_slice", "split", "unbind", "getitem", "broadcast_to", "view_dtype"}
     assert [name for name, op in view_ops.items() if op.view_inverse is None] == ["broadcast_to"]
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from oar.testing import load_cases
 
 FAMILIES = ("creation", "elementwise", "reduction", "shape", "indexing", "linalg", "linalg_ext", "random", "assign",
-            "fusion", "control_flow")
+            "fusion", "control_flow", "special", "manipulation", "statistics", "complex", "compat")
 
 
 def all_cases():

@@ -40,6 +40,9 @@ from oar._engine.dtypes import (  # noqa: E402
     uint8,
 )
 from oar._engine.dtypes import bool_ as bool  # noqa: E402,A001 - Paddle's name: oar.bool
+from oar._engine.dtypes import float16 as half  # noqa: E402 - Paddle 3's dtype aliases
+from oar._engine.dtypes import float32 as float  # noqa: E402,A001
+from oar._engine.dtypes import float64 as double  # noqa: E402
 from oar._engine.serialization import load, save  # noqa: E402
 from oar._engine.tensor import Tensor, from_numpy, set_printoptions, to_tensor  # noqa: E402
 from oar._engine.threads import set_num_threads  # noqa: E402
@@ -47,16 +50,22 @@ from oar._ops import tensor_methods as _tensor_methods  # noqa: E402,F401 - bind
 
 # The public functions of each op family: each module's ``__all__`` is its chosen public list.
 from oar._ops.assign import *  # noqa: E402,F403
+from oar._ops.compat import *  # noqa: E402,F403
+from oar._ops.complex import *  # noqa: E402,F403
 from oar._ops.creation import *  # noqa: E402,F403
 from oar._ops.elementwise import *  # noqa: E402,F403
 from oar._ops.indexing import *  # noqa: E402,F403
 from oar._ops.inplace import *  # noqa: E402,F403
 from oar._ops.linalg import *  # noqa: E402,F403
 from oar._ops.linalg_ext import *  # noqa: E402,F403
+from oar._ops.manipulation import *  # noqa: E402,F403
 from oar._ops.random import *  # noqa: E402,F403
 from oar._ops.reduction import *  # noqa: E402,F403
 from oar._ops.shape import *  # noqa: E402,F403
+from oar._ops.special import *  # noqa: E402,F403
+from oar._ops.statistics import *  # noqa: E402,F403
 from oar._version import __version__  # noqa: E402
+from oar.framework import *  # noqa: E402,F403
 
 
 def _load_plugins() -> None:
@@ -84,6 +93,9 @@ _LAZY_MODULES = {
     "autograd": "oar-core",
     "linalg": "oar-core",
     "distribution": "oar-core",
+    "fft": "oar-core",
+    "signal": "oar-core",
+    "sparse": "oar-core",
     "device": "oar-core",
     "profiler": "oar-core",
     "incubate": "oar-core",
@@ -93,6 +105,7 @@ _LAZY_MODULES = {
     "io": "oar-nn",
     "metric": "oar-nn",
     "vision": "oar-nn",
+    "text": "oar-nn",
     "callbacks": "oar-nn",
     "hapi": "oar-nn",
     "jit": "oar-core",
@@ -112,6 +125,14 @@ _LAZY_ATTRS = {  # name -> (module, attribute)
     "summary": ("oar.hapi", "summary"),
     "flops": ("oar.hapi", "flops"),
     "DataParallel": ("oar.distributed", "DataParallel"),
+    "ParamAttr": ("oar.nn", "ParamAttr"),
+    **{name: ("oar.device", name) for name in (  # Paddle's top-level build queries (#19)
+        "is_compiled_with_cuda", "is_compiled_with_cinn", "is_compiled_with_custom_device",
+        "is_compiled_with_distribute", "is_compiled_with_ipu", "is_compiled_with_rocm", "is_compiled_with_xpu")},
+    **{name: ("oar.amp", name) for name in (
+        "get_autocast_dtype", "get_autocast_cpu_dtype", "get_autocast_gpu_dtype", "is_autocast_enabled")},
+    **{name: ("oar.nn.functional", name) for name in (  # Paddle 3's top-level functionals (#19)
+        "conv1d", "conv2d", "conv3d", "group_norm", "layer_norm", "adaptive_avg_pool1d")},
 }
 
 

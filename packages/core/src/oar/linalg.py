@@ -2,7 +2,7 @@
 
 Batched as Paddle: a matrix argument is ``[..., m, n]`` and the leading dims are a batch. The
 decompositions and solvers are ops with gradients (``oar._ops.linalg_ext`` says which rule each
-uses and where oar differs from Paddle: no complex dtype, so ``eig`` is real); the rest is
+uses and where oar differs from Paddle: its linear algebra is real, so ``eig`` is too); the rest is
 composed of them.
 
 >>> import oar

@@ -20,16 +20,17 @@ class DType:
     ('float32', 4)
     """
 
-    __slots__ = ("name", "np", "itemsize", "is_floating", "is_integer", "is_bool", "kind")
+    __slots__ = ("name", "np", "itemsize", "is_floating", "is_integer", "is_bool", "is_complex", "kind")
 
     def __init__(self, name: str, np_dtype, kind: str):
         self.name = name
         self.np = np.dtype(np_dtype)
         self.itemsize = self.np.itemsize
-        self.kind = kind  # "bool" < "int" < "float": the promotion categories
-        self.is_floating = kind == "float"
+        self.kind = kind  # "bool" < "int" < "float" < "complex": the promotion categories
+        self.is_floating = kind == "float"  # real floating types only; complex is its own kind
         self.is_integer = kind == "int"
         self.is_bool = kind == "bool"
+        self.is_complex = kind == "complex"
 
     def __repr__(self) -> str:
         return f"oar.{self.name}"
@@ -61,10 +62,12 @@ float16 = DType("float16", np.float16, "float")
 bfloat16 = DType("bfloat16", ml_dtypes.bfloat16, "float")
 float32 = DType("float32", np.float32, "float")
 float64 = DType("float64", np.float64, "float")
+complex64 = DType("complex64", np.complex64, "complex")
+complex128 = DType("complex128", np.complex128, "complex")
 
-ALL_DTYPES: tuple[DType, ...] = (
-    bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64,
-)
+REAL_DTYPES: tuple[DType, ...] = (bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64)
+COMPLEX_DTYPES = (complex64, complex128)
+ALL_DTYPES: tuple[DType, ...] = REAL_DTYPES + COMPLEX_DTYPES
 FLOAT_DTYPES = (float16, bfloat16, float32, float64)
 INT_DTYPES = (uint8, int8, int16, int32, int64)
 
@@ -72,6 +75,7 @@ _BY_NAME = {d.name: d for d in ALL_DTYPES}
 _BY_NAME.update({
     "float": float32, "double": float64, "half": float16, "int": int64, "long": int64,
     "bool_": bool_, "fp16": float16, "bf16": bfloat16, "fp32": float32, "fp64": float64,
+    "cfloat": complex64, "cdouble": complex128,
 })
 # numpy dtype -> DType; the dispatcher keys kernels by numpy dtype, so this is a hot lookup.
 NP_TO_DTYPE: dict[np.dtype, DType] = {d.np: d for d in ALL_DTYPES}
@@ -130,14 +134,29 @@ def default_float() -> DType:
 # that float16 with bfloat16 gives float32; so int64 with float16 gives float16. Which operands
 # may be promoted at all is a second question, answered by ``promoted_dtype``: tensors of two
 # dtypes meet only when both are floating (Paddle raises otherwise), and a Python number adopts
-# the tensor's dtype (``scalar_operand_dtype``).
+# the tensor's dtype (``scalar_operand_dtype``). Complex is the exception, as in Paddle 3.3.1:
+# a complex tensor promotes with a tensor (or number) of any dtype, to complex128 where either
+# side is float64 or complex128 and to complex64 otherwise.
 # ---------------------------------------------------------------------------------------------
-_KIND_RANK = {"bool": 0, "int": 1, "float": 2}
+_KIND_RANK = {"bool": 0, "int": 1, "float": 2, "complex": 3}
+
+
+def complex_of(d: DType) -> DType:
+    """The complex dtype with ``d``'s precision: complex128 for float64 and complex128, else
+    complex64 (Paddle: float64 with complex64 is complex128, any other real type complex64)."""
+    return complex128 if d in (float64, complex128) else complex64
+
+
+def real_of(d: DType) -> DType:
+    """The real dtype of a complex dtype's parts (float32 or float64); other dtypes as they are."""
+    return {complex64: float32, complex128: float64}.get(d, d)
 
 
 def _promote_pair(a: DType, b: DType) -> DType:
     if a is b:
         return a
+    if a.is_complex or b.is_complex:  # Paddle promotes any dtype with a complex one
+        return complex128 if complex128 in (a, b) or float64 in (a, b) else complex64
     ra, rb = _KIND_RANK[a.kind], _KIND_RANK[b.kind]
     if ra != rb:
         return a if ra > rb else b
@@ -216,6 +235,13 @@ def promoted_dtype(op: str, rule: str, dtypes, ndims=None, names=None) -> DType:
     first = dtypes[0]
     if all(d is first for d in dtypes[1:]):
         return first
+    if rule != SAME_DTYPE and any(d.is_complex for d in dtypes):
+        # Paddle promotes any dtype (0-d or not) with a complex tensor: float64 and complex64 give
+        # complex128, every other mix the complex operand's dtype.
+        out = first
+        for d in dtypes[1:]:
+            out = PROMOTION_TABLE[out, d]
+        return out
     names = names or (["x", "y"] if len(dtypes) == 2 else [f"x[{i}]" for i in range(len(dtypes))])
     if rule == PROMOTE_FLOATS_0D and ndims is not None and len(dtypes) == 2 and 0 in ndims:
         a, b = dtypes
@@ -246,4 +272,6 @@ def scalar_operand_dtype(tensor_dtype: DType, scalar) -> DType:
         return tensor_dtype
     if isinstance(scalar, (int, np.integer)):
         return int64 if tensor_dtype.is_bool else tensor_dtype
-    return tensor_dtype if tensor_dtype.is_floating else float32
+    if isinstance(scalar, (complex, np.complexfloating)):  # x * 1j: Paddle's complex of x's precision
+        return complex_of(tensor_dtype)
+    return tensor_dtype if tensor_dtype.is_floating or tensor_dtype.is_complex else float32

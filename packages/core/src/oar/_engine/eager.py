@@ -59,8 +59,9 @@ def resolve_kernel(op: Op, backend: str, np_dtype: np.dtype) -> Callable[..., An
             alternatives = KERNELS.alternatives(op.name, backend, dtype)
             if alternatives:
                 kernel = KERNELS.tuner(op.name, backend, dtype, alternatives)
-    elif op.float_only and not dtype.is_floating:
-        # Integer and bool inputs of float math (exp, sin, mean, ...) compute in the default float.
+    elif op.float_only and (dtype.is_integer or dtype.is_bool):
+        # Integer and bool inputs of float math (exp, sin, mean, ...) compute in the default float;
+        # complex inputs need a complex kernel (a cast to a real dtype would drop the imaginary part).
         inner = resolve_kernel(op, backend, _dt.default_float().np)
         target = _dt.default_float().np
 

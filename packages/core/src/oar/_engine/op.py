@@ -180,7 +180,9 @@ class Op:
         if promote is not None and promote not in _dt.PROMOTION_RULES:
             raise ValueError(f"op {name!r}: unknown promote rule {promote!r}; known: True, {_dt.PROMOTION_RULES}")
         self.promote = promote
-        self.dtypes = frozenset(dtypes) if dtypes is not None else frozenset(_dt.ALL_DTYPES)
+        # Complex is opt-in: a gradient rule written for real tensors is wrong for complex ones
+        # unless it is linear in the gradient or conjugates (``oar._ops.complex`` lists such ops).
+        self.dtypes = frozenset(dtypes) if dtypes is not None else frozenset(_dt.REAL_DTYPES)
         self.num_outputs = num_outputs
         self.nondiff_inputs = frozenset(nondiff_inputs)
         self.per_sample = per_sample

@@ -498,6 +498,8 @@ def to_tensor(data, dtype=None, place=None, stop_gradient: bool = True) -> Tenso
         if target is None and not keeps_dtype:
             if array.dtype.kind == "f":
                 array = array.astype(_dt.default_float().np)
+            elif array.dtype.kind == "c":  # Python complex numbers: the complex of the default float
+                array = array.astype(_dt.complex_of(_dt.default_float()).np)
             elif array.dtype.kind in "iu":
                 array = array.astype(np.int64)
         if array.dtype not in _dt.NP_TO_DTYPE:
@@ -572,7 +574,11 @@ def set_printoptions(precision=None, threshold=None, edgeitems=None, sci_mode=No
 
 
 def _format_item(value, width: int = 0, signed: bool = False) -> str:
-    if isinstance(value, float):
+    if isinstance(value, complex):  # Paddle: (1.50000000-2.00000000j), every digit of the precision
+        p = PRINT_OPTIONS.precision
+        kind = "e" if PRINT_OPTIONS.sci_mode else "f"
+        text = f"({value.real:.{p}{kind}}{value.imag:+.{p}{kind}}j)"
+    elif isinstance(value, float):
         if PRINT_OPTIONS.sci_mode:
             text = f"{value:.{PRINT_OPTIONS.precision}e}"
         elif np.ceil(value) == value:
@@ -583,7 +589,7 @@ def _format_item(value, width: int = 0, signed: bool = False) -> str:
         text = str(value)
     if width <= len(text):
         return text
-    if signed and not text.startswith("-"):
+    if signed and not text.startswith(("-", "(-")):
         return " " + text.ljust(width - 1)
     return text.ljust(width)
 
@@ -618,6 +624,7 @@ def format_values(a: np.ndarray, indent: int = 0) -> str:
     shown = _edges(a, PRINT_OPTIONS.edgeitems) if summarize else a
     width, signed = 0, False
     for value in shown.reshape(-1).tolist():
-        width = max(width, len(_format_item(value)))
-        signed = signed or value < 0
+        text = _format_item(value)
+        width = max(width, len(text))
+        signed = signed or (text.startswith("(-") if isinstance(value, complex) else value < 0)
     return _format_nested(a, summarize, indent, width, signed)

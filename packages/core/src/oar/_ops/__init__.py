@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from oar._ops import (
     assign,
+    compat,
+    complex,
     creation,
     elementwise,
     fused_elementwise,
@@ -17,11 +19,14 @@ from oar._ops import (
     inplace,
     linalg,
     linalg_ext,
+    manipulation,
     random,
     reduction,
     shape,
+    special,
+    statistics,
 )
 
 FAMILIES = (creation, shape, reduction, indexing, elementwise, fused_elementwise, linalg, random, assign, inplace,
-            linalg_ext)
+            linalg_ext, special, manipulation, statistics, complex, compat)
 ALL_OPS = [op for family in FAMILIES for op in family.OPS]

@@ -22,12 +22,13 @@ def as_tensor(value, name: str = "x", op: str = "") -> Tensor:
     """A Tensor as is; numpy arrays and Python data become tensors (no gradient)."""
     if isinstance(value, Tensor):
         return value
-    if isinstance(value, (np.ndarray, np.generic, list, tuple, int, float, bool)):
+    if isinstance(value, (np.ndarray, np.generic, list, tuple, int, float, bool, complex)):
         return to_tensor(value)
     raise ArgumentError(f"{op or 'op'}: argument {name!r} must be a Tensor, got {type(value).__name__}")
 
 
-_NUMBERS = (int, float, bool, np.bool_, np.integer, np.floating)  # numpy scalars count as Python numbers
+# numpy scalars count as Python numbers
+_NUMBERS = (int, float, bool, complex, np.bool_, np.integer, np.floating, np.complexfloating)
 
 
 def scalar_like(value, like: Tensor) -> Tensor:
@@ -100,7 +101,8 @@ def same_meta(x: TensorMeta, *rest, **attrs) -> TensorMeta:
 
 
 def float_meta(x: TensorMeta, *rest, **attrs) -> TensorMeta:
-    return TensorMeta(x.shape, x.dtype if x.dtype.is_floating else _dt.default_float())
+    keeps = x.dtype.is_floating or x.dtype.is_complex
+    return TensorMeta(x.shape, x.dtype if keeps else _dt.default_float())
 
 
 def binary_meta(op: str, *, result: str = "promote"):
@@ -111,7 +113,7 @@ def binary_meta(op: str, *, result: str = "promote"):
         if result == "bool":
             return TensorMeta(shape, _dt.bool_)
         dtype = _dt.PROMOTION_TABLE[x.dtype, y.dtype]
-        if result == "float" and not dtype.is_floating:
+        if result == "float" and not (dtype.is_floating or dtype.is_complex):
             dtype = _dt.default_float()
         return TensorMeta(shape, dtype)
 

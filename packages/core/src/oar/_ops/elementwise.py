@@ -37,6 +37,7 @@ BINARY = ("elementwise", "binary")
 FUSIBLE = ("fusible",)  # elementwise fusion may chain the op (oar._graph.fusion)
 NATIVE_FLOATS = (_dt.float16, _dt.float32, _dt.float64)  # bfloat16 computes in float32
 INTS_AND_FLOATS = _dt.INT_DTYPES + NATIVE_FLOATS  # no bool
+FLOATS_AND_COMPLEX = NATIVE_FLOATS + _dt.COMPLEX_DTYPES
 INTS_AND_BOOL = (_dt.bool_,) + _dt.INT_DTYPES
 
 
@@ -108,7 +109,10 @@ def zero_grad(g: Tensor, shape) -> Tensor:
 
 # -- cast ---------------------------------------------------------------------------------------
 def _cast_kernel(x, dtype):
-    return x.astype(_dt.get_dtype(dtype).np)
+    target = _dt.get_dtype(dtype).np
+    if x.dtype.kind == "c" and target.kind != "c":  # Paddle keeps the real part (numpy would warn)
+        return x.real.astype(target)
+    return x.astype(target)
 
 
 def _cast_meta(x: TensorMeta, dtype) -> TensorMeta:
@@ -121,7 +125,8 @@ cast_op = Op("cast", reference=_cast_kernel, meta=_cast_meta, traits=ELEMENTWISE
 @cast_op.defgrad
 def _cast_grad(ctx, g):
     source = _dt.NP_TO_DTYPE[ctx._inputs[0]._data.dtype]
-    return cast(g, source) if source.is_floating else None
+    # real -> complex: the gradient's real part; complex -> real: a complex gradient with zero imaginary part
+    return cast(g, source) if source.is_floating or source.is_complex else None
 
 
 def cast(x, dtype) -> Tensor:
@@ -136,6 +141,32 @@ def cast(x, dtype) -> Tensor:
     if x._data.dtype == target.np:
         return x
     return dispatch(cast_op, (x,), {"dtype": target.name})
+
+
+# -- complex conjugate (here, not in the complex family: the arithmetic gradients below need it) --
+conj_op = Op("conj", reference=np.conj, meta=same_meta, traits=ELEMENTWISE)
+
+
+@conj_op.defgrad
+def _conj_grad(ctx, g):
+    return conj(g)
+
+
+def conj(x, name=None) -> Tensor:
+    """The complex conjugate, elementwise; a real tensor comes back unchanged (a copy).
+
+    >>> import oar
+    >>> oar.conj(oar.to_tensor([1 + 2j])).tolist()
+    [(1-2j)]
+    """
+    return _unary(conj_op, x)
+
+
+def conj_if_complex(x: Tensor) -> Tensor:
+    """``conj(x)`` for a complex tensor, ``x`` itself otherwise: the gradients of holomorphic ops
+    (multiply, divide, exp, ...) take the conjugate of their derivative, PyTorch's and Paddle's
+    convention (the gradient of a real loss is dL/dRe + i dL/dIm)."""
+    return conj(x) if x.dtype.is_complex else x
 
 
 # -- device transfer ------------------------------------------------------------------------------
@@ -236,8 +267,8 @@ def _multiply_grad(ctx, g):
     # differentiable: the in-place change of x is no error when only x's gradient is needed.
     xs, ys = ctx.in_shapes
     need_x, need_y = ctx.needs_input_grad
-    gx = unbroadcast(g * ctx.input(1), xs) if need_x else None
-    gy = unbroadcast(g * ctx.input(0), ys) if need_y else None
+    gx = unbroadcast(g * conj_if_complex(ctx.input(1)), xs) if need_x else None
+    gy = unbroadcast(g * conj_if_complex(ctx.input(0)), ys) if need_y else None
     return gx, gy
 
 
@@ -248,7 +279,7 @@ def multiply(x, y, name=None) -> Tensor:
 
 divide_op = Op(
     "divide", reference=np.true_divide, meta=binary_meta("divide", result="float"), traits=BINARY + FUSIBLE,
-    promote=_dt.PROMOTE_FLOATS_0D, float_only=True, dtypes=NATIVE_FLOATS, lowerings={NUMPY_OUT: np.true_divide},
+    promote=_dt.PROMOTE_FLOATS_0D, float_only=True, dtypes=FLOATS_AND_COMPLEX, lowerings={NUMPY_OUT: np.true_divide},
 )
 
 
@@ -256,9 +287,9 @@ divide_op = Op(
 def _divide_grad(ctx, g):
     xs, ys = ctx.in_shapes
     need_x, need_y = ctx.needs_input_grad
-    y = ctx.input(1)
+    y = conj_if_complex(ctx.input(1))
     gx = unbroadcast(g / y, xs) if need_x else None
-    gy = unbroadcast(-g * ctx.out / y, ys) if need_y else None
+    gy = unbroadcast(-g * conj_if_complex(ctx.out) / y, ys) if need_y else None
     return gx, gy
 
 
@@ -374,7 +405,8 @@ def _pow_meta(x: TensorMeta, factor) -> TensorMeta:
 
 
 # float32 under autocast, as Paddle's black list keeps ``square`` (this op with factor=2)
-pow_op = Op("pow", reference=_pow_kernel, meta=_pow_meta, traits=ELEMENTWISE + FUSIBLE, amp=AMP_FP32, dtypes=INTS_AND_FLOATS)
+pow_op = Op("pow", reference=_pow_kernel, meta=_pow_meta, traits=ELEMENTWISE + FUSIBLE, amp=AMP_FP32,
+            dtypes=INTS_AND_FLOATS + _dt.COMPLEX_DTYPES)
 
 
 @pow_op.defgrad
@@ -383,7 +415,7 @@ def _pow_grad(ctx, g):
     if factor == 0:
         return zeros_like(g)
     (x,) = ctx.inputs
-    return g * (pow(x, factor - 1) * factor) if factor != 1 else g
+    return g * conj_if_complex(pow(x, factor - 1) * factor) if factor != 1 else g
 
 
 def _elementwise_pow_kernel(x, y):
@@ -437,18 +469,19 @@ def square(x, name=None) -> Tensor:
     return _call(pow_op, (as_tensor(x, "x", "square"),), {"factor": 2})
 
 
-def _float_unary(name: str, kernel, amp: str = AMP_PROMOTE, *, fusible: bool = False, into=None) -> Op:
+def _float_unary(name: str, kernel, amp: str = AMP_PROMOTE, *, fusible: bool = False, into=None,
+                 dtypes=NATIVE_FLOATS) -> Op:
     """A float op of one input; ``into``: its ufunc that writes into ``out=`` (the numpy_out lowering)."""
     return Op(name, reference=kernel, meta=float_meta, traits=ELEMENTWISE + (FUSIBLE if fusible else ()), amp=amp,
-              float_only=True, dtypes=NATIVE_FLOATS, lowerings={NUMPY_OUT: into} if into is not None else None)
+              float_only=True, dtypes=dtypes, lowerings={NUMPY_OUT: into} if into is not None else None)
 
 
-sqrt_op = _float_unary("sqrt", np.sqrt, fusible=True, into=np.sqrt)
+sqrt_op = _float_unary("sqrt", np.sqrt, fusible=True, into=np.sqrt, dtypes=FLOATS_AND_COMPLEX)
 
 
 @sqrt_op.defgrad
 def _sqrt_grad(ctx, g):
-    return g * 0.5 / ctx.out
+    return g * 0.5 / conj_if_complex(ctx.out)
 
 
 def sqrt(x, name=None) -> Tensor:
@@ -501,12 +534,12 @@ def reciprocal(x, name=None) -> Tensor:
 
 # -- math functions -----------------------------------------------------------------------------
 exp_op = Op("exp", reference=np.exp, meta=float_meta, traits=ELEMENTWISE + FUSIBLE, amp=AMP_FP32, float_only=True,
-            dtypes=NATIVE_FLOATS, lowerings={NUMPY_OUT: np.exp})
+            dtypes=FLOATS_AND_COMPLEX, lowerings={NUMPY_OUT: np.exp})
 
 
 @exp_op.defgrad
 def _exp_grad(ctx, g):
-    return g * ctx.out
+    return g * conj_if_complex(ctx.out)
 
 
 def exp(x, name=None) -> Tensor:
@@ -705,13 +738,20 @@ def _numeric_unary(name: str, kernel, *, dtypes=INTS_AND_FLOATS, meta=None) -> O
     return Op(name, reference=kernel, meta=meta or numeric_meta(name), traits=ELEMENTWISE, dtypes=dtypes)
 
 
-abs_op = Op("abs", reference=np.abs, meta=numeric_meta("abs"), traits=ELEMENTWISE + FUSIBLE, dtypes=INTS_AND_FLOATS,
-            lowerings={NUMPY_OUT: np.absolute})
+def _abs_meta(x: TensorMeta) -> TensorMeta:
+    _require_numeric("abs", "x", x.dtype)
+    return TensorMeta(x.shape, _dt.real_of(x.dtype))  # |complex64| is float32, as in Paddle
+
+
+abs_op = Op("abs", reference=np.abs, meta=_abs_meta, traits=ELEMENTWISE + FUSIBLE,
+            dtypes=INTS_AND_FLOATS + _dt.COMPLEX_DTYPES, lowerings={NUMPY_OUT: np.absolute})
 
 
 @abs_op.defgrad
 def _abs_grad(ctx, g):
     (x,) = ctx.inputs
+    if x.dtype.is_complex:  # g * x / |x|, and 0 at x == 0 (the denominator is 1 there)
+        return g * x / (ctx.out + cast(x == 0, ctx.out.dtype))
     return g * sign(x)
 
 
@@ -1156,7 +1196,7 @@ def _reflected(fn):
 
 
 OPS = [
-    cast_op, to_device_op, add_op, subtract_op, multiply_op, divide_op, floor_divide_op, remainder_op,
+    cast_op, conj_op, to_device_op, add_op, subtract_op, multiply_op, divide_op, floor_divide_op, remainder_op,
     neg_op, pow_op, elementwise_pow_op, sqrt_op, rsqrt_op, reciprocal_op, exp_op, log_op, log1p_op,
     log2_op, log10_op, tanh_op, sin_op, cos_op, tan_op, sigmoid_op, erf_op, abs_op, sign_op, floor_op,
     ceil_op, trunc_op, round_op, clip_op, scale_op, maximum_op, minimum_op, where_op, equal_op,
@@ -1166,7 +1206,7 @@ OPS = [
 ]
 # ``sigmoid`` is a Tensor method and ``oar.nn.functional.sigmoid``, not ``paddle.sigmoid``.
 __all__ = [
-    "cast", "add", "add_n", "subtract", "multiply", "divide", "floor_divide", "remainder", "mod", "floor_mod",
+    "cast", "conj", "add", "add_n", "subtract", "multiply", "divide", "floor_divide", "remainder", "mod", "floor_mod",
     "neg", "pow", "square", "sqrt", "rsqrt", "reciprocal", "exp", "log", "log1p", "log2", "log10",
     "tanh", "sin", "cos", "tan", "erf", "abs", "sign", "floor", "ceil", "trunc", "round", "clip",
     "scale", "maximum", "minimum", "where", "equal", "not_equal", "less_than", "less_equal",
@@ -1175,7 +1215,7 @@ __all__ = [
 ]
 
 METHODS = {
-    "astype": cast, "cast": cast, "add": add, "subtract": subtract, "multiply": multiply,
+    "astype": cast, "cast": cast, "conj": conj, "add": add, "subtract": subtract, "multiply": multiply,
     "divide": divide, "floor_divide": floor_divide, "remainder": remainder, "mod": mod,
     "floor_mod": floor_mod, "neg": neg, "pow": pow, "square": square, "sqrt": sqrt, "rsqrt": rsqrt,
     "reciprocal": reciprocal, "exp": exp, "log": log, "log1p": log1p, "log2": log2, "log10": log10,

@@ -13,8 +13,8 @@ differentiable without a rule of its own.
 
 Where oar differs from Paddle:
 
-- oar has no complex dtype: ``eig``/``eigvals`` return real tensors (Paddle: complex64) and raise
-  an ``ArgumentError`` for a matrix whose eigenvalues are complex.
+- ``eig``/``eigvals`` return real tensors (Paddle: complex64; oar's linear algebra is real) and
+  raise an ``ArgumentError`` for a matrix whose eigenvalues are complex.
 - ``lstsq`` computes the residuals whenever m > n; Paddle leaves them empty for a rank-deficient
   matrix. ``diagonal`` returns a copy, not a view.
 - ``lu(pivot=False)`` factorizes on the CPU too (Paddle's CPU kernel refuses it); ``cdist``
@@ -596,7 +596,7 @@ def eigvalsh(x, UPLO="L", name=None) -> Tensor:
 # -- eig / eigvals ------------------------------------------------------------------------------
 def _real_spectrum(op: str, values, x):
     if np.iscomplexobj(values):
-        raise ArgumentError(f"{op}: x has complex eigenvalues, and oar has no complex dtype; for a symmetric "
+        raise ArgumentError(f"{op}: x has complex eigenvalues, and oar's eig returns real ones only; for a symmetric "
                             f"matrix use oar.linalg.eigh / eigvalsh")
     return values.astype(x.dtype, copy=False)
 

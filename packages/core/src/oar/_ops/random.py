@@ -27,13 +27,21 @@ CREATION = RANDOM + ("creation",)
 FLOAT = ("float",)
 
 _GENERATOR: list = []  # made on first use: importing numpy.random costs import time
+_SEED: list = []  # the seed the global generator was last seeded with (``oar.Generator().initial_seed()``)
 
 
 def default_generator() -> np.random.Generator:
     """The global numpy Generator every random op of oar draws from."""
     if not _GENERATOR:
-        _GENERATOR.append(np.random.default_rng())
+        _SEED[:] = [np.random.SeedSequence().entropy % 2**64]  # a fresh seed, kept so that it can be read back
+        _GENERATOR.append(np.random.default_rng(_SEED[0]))
     return _GENERATOR[0]
+
+
+def initial_seed() -> int:
+    """The seed the global generator was last seeded with (by ``oar.seed``, or at its creation)."""
+    default_generator()
+    return _SEED[0]
 
 
 def _generator_for(seed: int) -> np.random.Generator:
@@ -61,6 +69,7 @@ def seed(seed: int) -> np.random.Generator:
         raise ArgumentError(f"seed: expected an int, got {type(seed).__name__}")
     generator = default_generator()
     generator.bit_generator.state = np.random.PCG64(int(seed) % 2**64).state
+    _SEED[:] = [int(seed) % 2**64]
     return generator
 
 

@@ -201,14 +201,17 @@ def _mean_grad(ctx, g):
     return expand_reduced(g, shape, axis, ctx.attrs["keepdim"]) / builtins.max(_count(shape, axis), 1)
 
 
-def mean(x, axis=None, keepdim=False, name=None) -> Tensor:
-    """Arithmetic mean over ``axis`` (all axes when None); integers average as floats.
+def mean(x, axis=None, keepdim=False, name=None, *, dtype=None) -> Tensor:
+    """Arithmetic mean over ``axis`` (all axes when None); integers average as floats, and
+    ``dtype`` (Paddle 3.3's keyword) casts the input first.
 
     >>> import oar
     >>> oar.mean(oar.to_tensor([[1.0, 2.0], [3.0, 5.0]]), axis=-1).tolist()
     [1.5, 4.0]
     """
     x = as_tensor(x, "x", "mean")
+    if dtype is not None:
+        x = x.astype(_dtype_name(dtype, "mean"))
     return dispatch(mean_op, (x,), {"axis": reduce_axes(axis, x._data.ndim, "mean"), "keepdim": bool(keepdim)})
 
 

@@ -17,6 +17,14 @@ the whole program.
 >>> del x
 >>> oar.device.memory_allocated() == before
 True
+
+Streams and events (``Stream``, ``Event``, ``current_stream``, ``stream_guard``) are honest
+objects on a synchronous device: oar's backends finish every op before it returns, so a stream
+never has pending work (see ``oar.device._streams``). Differences from Paddle's CPU build, which
+fails on most of these: ``get_device_name``/``get_device_capability``/``get_device_properties``
+and ``get_stream_from_external`` raise, naming what is missing, instead of a NameError;
+``ipc_collect`` has nothing to collect and returns; ``get_rng_state`` returns oar's generator
+state (a list with one dict), as ``oar.get_rng_state`` does.
 """
 
 from __future__ import annotations
@@ -26,9 +34,30 @@ import importlib.util
 import sys
 
 from oar._engine import profiling as _profiling
-from oar._engine.device import get_device, set_device
+from oar._engine.device import Place, get_device, set_device
 from oar._engine.registries import BACKENDS
+from oar._ops.random import get_rng_state as get_rng_state
+from oar._ops.random import seed as _seed
+from oar._ops.random import set_rng_state as set_rng_state
 from oar.device import cuda
+from oar.device._streams import Event as Event
+from oar.device._streams import Stream as Stream
+from oar.device._streams import StreamContext as StreamContext
+from oar.device._streams import current_stream as current_stream
+from oar.device._streams import device_name as _device_name
+from oar.device._streams import set_stream as set_stream
+from oar.device._streams import stream_guard as stream_guard
+from oar.errors import ArgumentError
+from oar.framework import BFloat16Tensor as BFloat16Tensor
+from oar.framework import BoolTensor as BoolTensor
+from oar.framework import ByteTensor as ByteTensor
+from oar.framework import CharTensor as CharTensor
+from oar.framework import DoubleTensor as DoubleTensor
+from oar.framework import FloatTensor as FloatTensor
+from oar.framework import HalfTensor as HalfTensor
+from oar.framework import IntTensor as IntTensor
+from oar.framework import LongTensor as LongTensor
+from oar.framework import ShortTensor as ShortTensor
 
 __all__ = [
     "cuda", "device_count", "empty_cache", "get_all_custom_device_type", "get_all_device_type",
@@ -37,6 +66,12 @@ __all__ = [
     "is_compiled_with_rocm", "is_compiled_with_xpu", "max_memory_allocated", "max_memory_reserved",
     "memory_allocated", "memory_reserved", "reset_max_memory_allocated", "reset_max_memory_reserved",
     "reset_peak_memory_stats", "set_device", "synchronize",
+    "BFloat16Tensor", "BoolTensor", "ByteTensor", "CharTensor", "DoubleTensor", "FloatTensor", "HalfTensor",
+    "IntTensor", "LongTensor", "ShortTensor",
+    "Event", "Stream", "StreamContext", "current_stream", "set_stream", "stream_guard", "get_stream_from_external",
+    "is_current_stream_capturing", "device", "device_guard", "get_device_name", "get_device_capability",
+    "get_device_properties", "get_rng_state", "set_rng_state", "manual_seed", "is_bf16_supported", "ipc_collect",
+    "get_cudnn_version",
 ]
 
 _reserved_peak = [0]
@@ -221,3 +256,102 @@ def is_compiled_with_custom_device(device_type: str) -> bool:
 def is_compiled_with_distribute() -> bool:
     """Whether oar-distributed is installed."""
     return importlib.util.find_spec("oar.distributed") is not None
+
+
+class device:  # noqa: N801 - Paddle's name
+    """Within the block, ``device`` is the current device (None: the current one).
+
+    >>> import oar
+    >>> with oar.device.device("cpu"):
+    ...     oar.device.get_device()
+    'cpu'
+    """
+
+    def __init__(self, device=None) -> None:
+        self.device = _device_name(device)
+
+    def __enter__(self):
+        self._previous = get_device()
+        set_device(self.device)
+        return self
+
+    def __exit__(self, *exc) -> bool:
+        set_device(self._previous)
+        return False
+
+
+class device_guard(device):  # noqa: N801 - Paddle's name
+    """``device``, taking a string or a ``Place`` only, as Paddle's ``device_guard``."""
+
+    def __init__(self, device) -> None:
+        if not isinstance(device, (str, Place)):
+            raise ArgumentError(f"device_guard: 'device' must be a string or a Place, got {type(device).__name__}")
+        super().__init__(device)
+
+
+def _gpu_query(device, fn: str):
+    name = _device_name(device)
+    if name.split(":")[0] == "cpu":
+        raise ArgumentError(f"oar.device.{fn}: the CPU has no device properties (they describe a GPU); pass a GPU "
+                            f"device, or set one with oar.device.set_device")
+    return getattr(cuda, fn)(name)
+
+
+def get_device_name(device=None) -> str:
+    """The name of a GPU (the current device by default); raises on the CPU."""
+    return _gpu_query(device, "get_device_name")
+
+
+def get_device_capability(device=None) -> tuple[int, int]:
+    """A GPU's compute capability ``(major, minor)``; raises on the CPU."""
+    return _gpu_query(device, "get_device_capability")
+
+
+def get_device_properties(device=None):
+    """A GPU's properties (name, capability, memory, multiprocessors); raises on the CPU."""
+    return _gpu_query(device, "get_device_properties")
+
+
+def manual_seed(seed: int) -> None:
+    """Seed oar's generator (one generator feeds every device), as ``oar.seed``."""
+    _seed(seed)
+
+
+def is_bf16_supported(including_emulation: bool = True) -> bool:
+    """Whether the current device computes in bfloat16: the CPU does (numpy kernels through
+    ml_dtypes), as Paddle's CPU build answers; a GPU backend says for itself."""
+    name = get_device().split(":")[0]
+    if name == "cpu":
+        return True
+    backend = BACKENDS.get(name) if name in BACKENDS else None
+    supported = getattr(backend, "is_bf16_supported", None)
+    return bool(supported(including_emulation)) if supported is not None else False
+
+
+def get_stream_from_external(data_ptr: int, device=None) -> Stream:
+    """Wrap a stream another library made (a ``cudaStream_t``) on a GPU device; the CPU has none."""
+    name = _device_name(device)
+    if name.split(":")[0] == "cpu":
+        raise ArgumentError("oar.device.get_stream_from_external: the CPU has no external streams to wrap (a "
+                            "cudaStream_t belongs to a GPU device)")
+    cuda.current_stream(name)  # raises, naming the plugin, without a GPU backend
+    return Stream(name, stream_base=data_ptr)
+
+
+def is_current_stream_capturing() -> bool:
+    """Whether the current stream is being captured into a CUDA graph: oar captures none."""
+    return False
+
+
+def ipc_collect() -> None:
+    """Free memory shared with other processes through CUDA IPC once unused: oar shares none,
+    so there is nothing to collect (a GPU backend that does collects its own)."""
+    for name in BACKENDS:
+        backend = BACKENDS.get(name)
+        if name != "cpu" and hasattr(backend, "ipc_collect"):
+            backend.ipc_collect()
+
+
+def get_cudnn_version() -> int | None:
+    """cuDNN's version: None without it, as Paddle's CPU build returns."""
+    return None

@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 import builtins
 import inspect
+import logging
 import os
 import sys
 import sysconfig
@@ -34,6 +35,9 @@ _CODE_CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _FUNCTION_CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _SKIPPED_DIRS: list[str] = []
 ENABLED = [True]  # oar.jit.enable_to_static sets it: False runs every to_static function eagerly
+# oar.jit.set_verbosity / set_code_level set these: what convert_function logs to the "oar.jit" logger.
+LOG_OPTIONS = {"verbosity": 0, "verbosity_to_stdout": False, "code_level": 0, "code_to_stdout": False}
+_LOGGER = logging.getLogger("oar.jit")
 
 
 class StaticFunctionBase:
@@ -96,7 +100,24 @@ def convert_function(fn):
     code, why = _converted_code(fn)
     converted = _NOT_CONVERTED if code is None else _rebuild(fn, code)
     _FUNCTION_CACHE[fn] = converted
+    if LOG_OPTIONS["verbosity"] > 0 or LOG_OPTIONS["code_level"] > 0:
+        _log_conversion(fn, why)
     return fn if converted is _NOT_CONVERTED else converted
+
+
+def _log_conversion(fn, why: str | None) -> None:
+    """What set_verbosity / set_code_level ask for: whether ``fn`` converted, and its new code."""
+    name = f"{fn.__qualname__} ({fn.__code__.co_filename}:{fn.__code__.co_firstlineno})"
+    messages = []
+    if LOG_OPTIONS["verbosity"] > 0:
+        messages.append((LOG_OPTIONS["verbosity_to_stdout"],
+                         f"converted {name}" if why is None else f"not converted {name}: {why}"))
+    if LOG_OPTIONS["code_level"] > 0 and why is None:
+        messages.append((LOG_OPTIONS["code_to_stdout"], f"converted code of {name}:\n{converted_source(fn)}"))
+    for to_stdout, message in messages:
+        _LOGGER.info(message)
+        if to_stdout:
+            print(message)
 
 
 def _converted_code(fn) -> tuple[types.CodeType | None, str | None]:
