@@ -124,6 +124,77 @@ LAYERS = {
     "LayerDict": (lambda: nn.LayerDict({"a": nn.Linear(3, 4)}), None),
     "ParameterList": (lambda: nn.ParameterList([nn.Linear(3, 4).weight]), None),
 }
+# pooling, padding, folding, containers and norms of the Paddle API breadth work (issue #19)
+LAYERS.update({
+    "AdaptiveAvgPool3D": (lambda: nn.AdaptiveAvgPool3D(2), lambda: [x(1, 2, 4, 4, 4)]),
+    "AdaptiveMaxPool3D": (lambda: nn.AdaptiveMaxPool3D(2), lambda: [x(1, 2, 4, 4, 4)]),
+    "AvgPool3D": (lambda: nn.AvgPool3D(2), lambda: [x(1, 2, 4, 4, 4)]),
+    "MaxPool3D": (lambda: nn.MaxPool3D(2), lambda: [x(1, 2, 4, 4, 4)]),
+    "LPPool1D": (lambda: nn.LPPool1D(2, 2), lambda: [x(1, 2, 6)]),
+    "LPPool2D": (lambda: nn.LPPool2D(2, 2), lambda: [x(1, 2, 4, 4)]),
+    "MaxUnPool1D": (lambda: nn.MaxUnPool1D(2), None),
+    "MaxUnPool2D": (lambda: nn.MaxUnPool2D(2), None),
+    "MaxUnPool3D": (lambda: nn.MaxUnPool3D(2), None),
+    "FractionalMaxPool2D": (lambda: nn.FractionalMaxPool2D(3, random_u=0.3), lambda: [x(1, 2, 7, 7)]),
+    "FractionalMaxPool3D": (lambda: nn.FractionalMaxPool3D(2, random_u=0.3), lambda: [x(1, 2, 5, 5, 5)]),
+    "ZeroPad1D": (lambda: nn.ZeroPad1D(1), lambda: [x(1, 2, 3)]),
+    "ZeroPad3D": (lambda: nn.ZeroPad3D(1), lambda: [x(1, 1, 2, 2, 2)]),
+    "ConstantPad1D": (lambda: nn.ConstantPad1D(1, 2.0), lambda: [x(1, 2, 3)]),
+    "ConstantPad2D": (lambda: nn.ConstantPad2D(1, 2.0), lambda: [x(1, 2, 3, 3)]),
+    "ConstantPad3D": (lambda: nn.ConstantPad3D(1, 2.0), lambda: [x(1, 1, 2, 2, 2)]),
+    "CircularPad1D": (lambda: nn.CircularPad1D(1), lambda: [x(1, 2, 3)]),
+    "CircularPad2D": (lambda: nn.CircularPad2D(1), lambda: [x(1, 2, 3, 3)]),
+    "CircularPad3D": (lambda: nn.CircularPad3D(1), lambda: [x(1, 1, 2, 2, 2)]),
+    "ReflectionPad1D": (lambda: nn.ReflectionPad1D(1), lambda: [x(1, 2, 3)]),
+    "ReflectionPad2D": (lambda: nn.ReflectionPad2D(1), lambda: [x(1, 2, 3, 3)]),
+    "ReflectionPad3D": (lambda: nn.ReflectionPad3D(1), lambda: [x(1, 1, 2, 2, 2)]),
+    "ReplicationPad1D": (lambda: nn.ReplicationPad1D(1), lambda: [x(1, 2, 3)]),
+    "ReplicationPad2D": (lambda: nn.ReplicationPad2D(1), lambda: [x(1, 2, 3, 3)]),
+    "ReplicationPad3D": (lambda: nn.ReplicationPad3D(1), lambda: [x(1, 1, 2, 2, 2)]),
+    "Fold": (lambda: nn.Fold([3, 3], 2), lambda: [x(1, 8, 4)]),
+    "Unfold": (lambda: nn.Unfold(2), lambda: [x(1, 2, 3, 3)]),
+    "Unflatten": (lambda: nn.Unflatten(1, [2, 3]), lambda: [x(2, 6)]),
+    "PairwiseDistance": (lambda: nn.PairwiseDistance(), lambda: [x(2, 3), x(2, 3)]),
+    "Softmax2D": (lambda: nn.Softmax2D(), lambda: [x(1, 3, 2, 2)]),
+    "LocalResponseNorm": (lambda: nn.LocalResponseNorm(3), lambda: [x(1, 4, 2, 2)]),
+    "SyncBatchNorm": (lambda: nn.SyncBatchNorm(3), lambda: [x(2, 3, 4, 4)]),
+    "ParameterDict": (lambda: nn.ParameterDict({"w": nn.Linear(3, 4).weight}), None),
+})
+# Paddle 3.3's lower-case and torch-style aliases are the same classes as the names above
+LAYERS.update({alias: LAYERS[name] for alias, name in [
+    ("AdaptiveMaxPool1d", "AdaptiveMaxPool1D"), ("AdaptiveMaxPool2d", "AdaptiveMaxPool2D"),
+    ("AdaptiveMaxPool3d", "AdaptiveMaxPool3D"), ("LPPool1d", "LPPool1D"), ("LPPool2d", "LPPool2D"),
+    ("ConstantPad1d", "ConstantPad1D"), ("ConstantPad2d", "ConstantPad2D"), ("ConstantPad3d", "ConstantPad3D"),
+    ("CircularPad1d", "CircularPad1D"), ("CircularPad2d", "CircularPad2D"), ("CircularPad3d", "CircularPad3D"),
+    ("ReflectionPad1d", "ReflectionPad1D"), ("ReflectionPad2d", "ReflectionPad2D"),
+    ("ReflectionPad3d", "ReflectionPad3D"), ("ReplicationPad1d", "ReplicationPad1D"),
+    ("ReplicationPad2d", "ReplicationPad2D"), ("ReplicationPad3d", "ReplicationPad3D"),
+    ("ModuleList", "LayerList"), ("ModuleDict", "LayerDict"),
+]})
+LAYERS["Module"] = (lambda: nn.Module(), None)
+# losses, activations and aliases of the Paddle API breadth work (issue #19)
+LAYERS.update({
+    "SoftMarginLoss": (lambda: nn.SoftMarginLoss(), lambda: [x(2, 3), oar.to_tensor([[1.0, -1.0, 1.0]] * 2)]),
+    "HingeEmbeddingLoss": (lambda: nn.HingeEmbeddingLoss(), lambda: [x(2, 3), oar.to_tensor([[1.0, -1.0, 1.0]] * 2)]),
+    "CosineEmbeddingLoss": (lambda: nn.CosineEmbeddingLoss(), lambda: [x(2, 3), x(2, 3), oar.to_tensor([1, -1])]),
+    "TripletMarginLoss": (lambda: nn.TripletMarginLoss(), lambda: [x(2, 3), x(2, 3), x(2, 3)]),
+    "TripletMarginWithDistanceLoss": (lambda: nn.TripletMarginWithDistanceLoss(), lambda: [x(2, 3), x(2, 3), x(2, 3)]),
+    "MultiMarginLoss": (lambda: nn.MultiMarginLoss(), lambda: [x(2, 3), oar.to_tensor([0, 2])]),
+    "MultiLabelMarginLoss": (lambda: nn.MultiLabelMarginLoss(), lambda: [x(2, 3), oar.to_tensor([[0, -1, 0], [2, 1, -1]])]),
+    "MultiLabelSoftMarginLoss": (lambda: nn.MultiLabelSoftMarginLoss(), lambda: [x(2, 3), oar.to_tensor([[0.0, 1.0, 1.0]] * 2)]),
+    "PoissonNLLLoss": (lambda: nn.PoissonNLLLoss(), lambda: [x(2, 3), oar.to_tensor([[0.0, 1.0, 3.0]] * 2)]),
+    "GaussianNLLLoss": (lambda: nn.GaussianNLLLoss(), lambda: [x(2, 3), x(2, 3), oar.ones([2, 3])]),
+    "HSigmoidLoss": (lambda: nn.HSigmoidLoss(3, 5), lambda: [x(2, 3), oar.to_tensor([0, 4])]),
+    "AdaptiveLogSoftmaxWithLoss": (lambda: nn.AdaptiveLogSoftmaxWithLoss(8, 6, [2, 4]),
+                                   lambda: [x(3, 8), oar.to_tensor([0, 3, 5])]),
+    "RNNTLoss": (lambda: nn.RNNTLoss(), None),
+    "SiLU": (lambda: nn.SiLU(), lambda: [x(2, 3)]),
+    "RReLU": (lambda: nn.RReLU().eval(), lambda: [x(2, 3)]),
+    "FeatureAlphaDropout": (lambda: nn.FeatureAlphaDropout(0.5).eval(), lambda: [x(2, 3, 4)]),
+    "Conv1d": (lambda: nn.Conv1d(2, 3, 3), lambda: [x(1, 2, 8)]),
+    "Conv2d": (lambda: nn.Conv2d(2, 3, 3, padding=1), lambda: [x(1, 2, 5, 5)]),
+    "Conv3d": (lambda: nn.Conv3d(2, 3, 2), lambda: [x(1, 2, 3, 3, 3)]),
+})
 ABSTRACT = {"Layer", "RNNCellBase"}
 
 

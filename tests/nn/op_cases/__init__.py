@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from oar.testing import load_cases
 
-FAMILIES = ("activation", "attention", "common", "conv", "loss", "norm", "pooling", "vision", "fused", "quant")
+FAMILIES = ("activation", "attention", "common", "conv", "loss", "norm", "pooling", "vision", "fused", "quant", "sequence",
+            "sliding")
 
 
 def all_cases():

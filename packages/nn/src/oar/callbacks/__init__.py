@@ -15,8 +15,9 @@ from oar.hapi.callbacks import ProgBarLogger as ProgBarLogger
 from oar.hapi.callbacks import ReduceLROnPlateau as ReduceLROnPlateau
 from oar.hapi.callbacks import TrainingCurves as TrainingCurves
 from oar.hapi.callbacks import VisualDL as VisualDL
+from oar.hapi.callbacks import WandbCallback as WandbCallback
 
 __all__ = [
     "Callback", "CallbackList", "ProgBarLogger", "ModelCheckpoint", "EarlyStopping", "LRScheduler",
-    "ReduceLROnPlateau", "VisualDL", "TrainingCurves",
+    "ReduceLROnPlateau", "VisualDL", "TrainingCurves", "WandbCallback",
 ]

@@ -25,6 +25,7 @@ import numpy as np
 
 from oar.errors import ArgumentError
 from oar.hapi.progressbar import ProgressBar, stream_is_terminal
+from oar.utils import try_import
 
 VIS_EXTRA = "pip install 'oar-nn[vis]'"  # installs tensorboardX and matplotlib
 
@@ -658,6 +659,89 @@ class VisualDL(Callback):
 
     def on_train_end(self, logs=None):
         self._close()
+        self._is_fit = False
+
+
+class WandbCallback(Callback):
+    """Log the training and evaluation values to Weights & Biases, as
+    ``paddle.callbacks.WandbCallback``: ``train/<name>`` against ``train/step`` after every
+    training batch, ``eval/<name>`` against ``epoch`` after every evaluation. The keyword
+    arguments go to ``wandb.init`` (a run already started is reused, with a warning). Only rank 0
+    logs. Needs ``pip install wandb`` (and ``wandb login``); wandb is not a dependency of oar.
+    """
+
+    def __init__(self, project=None, entity=None, name=None, dir=None, mode=None, job_type=None, **kwargs):
+        super().__init__()
+        self.wandb = try_import("wandb", "WandbCallback logs through wandb, which is not installed yet: install it "
+                                         "with `pip install wandb` (then `wandb login`)")
+        self.wandb_args = {"project": project, "name": name, "entity": entity, "dir": dir, "mode": mode,
+                           "job_type": job_type, **kwargs}
+        self._run = None
+        self._is_fit = False
+        self.train_step = 0
+        self.epoch = 0
+        self.train_metrics: list = []
+        self.eval_metrics: list = []
+        _ = self.run  # starts the run now, as Paddle's does
+
+    def _is_write(self) -> bool:
+        return _local_rank() == 0
+
+    @property
+    def run(self):
+        """The wandb run (started on first use; on ranks other than 0, None)."""
+        if self._is_write() and self._run is None:
+            if self.wandb.run is not None:
+                warnings.warn("There is a wandb run already in progress and newly created instances of "
+                              "`WandbCallback` will reuse this run. If this is not desired, call `wandb.finish()` "
+                              "before instantiating `WandbCallback`.", stacklevel=2)
+                self._run = self.wandb.run
+            else:
+                self._run = self.wandb.init(**self.wandb_args)
+        return self._run
+
+    def on_train_begin(self, logs=None):
+        self.epochs = self.params.get("epochs")
+        self.train_metrics = list(self.params.get("metrics") or [])
+        self._is_fit = True
+        self.train_step = 0
+        if self._is_write():
+            self.run.define_metric("train/step")
+            self.run.define_metric("train/*", step_metric="train/step")
+            self.run.define_metric("epoch")
+            self.run.define_metric("eval/*", step_metric="epoch")
+
+    def on_epoch_begin(self, epoch=None, logs=None):
+        self.steps = self.params.get("steps")
+        self.epoch = epoch
+
+    def _updates(self, logs: dict, mode: str) -> None:
+        values = {"train/step": self.train_step} if mode == "train" else {"epoch": self.epoch}
+        for name in getattr(self, f"{mode}_metrics"):
+            value = _scalar(logs.get(name))
+            if value is not None:
+                values[f"{mode}/{name}"] = value
+        self.run.log(values)
+
+    def on_train_batch_end(self, step, logs=None):
+        self.train_step += 1
+        if self._is_write():
+            self._updates(logs or {}, "train")
+
+    def on_eval_begin(self, logs=None):
+        self.eval_metrics = list((logs or {}).get("metrics") or [])
+
+    def on_eval_end(self, logs=None):
+        if self._is_write():
+            self._updates(logs or {}, "eval")
+            if not self._is_fit:  # a lone evaluate() ends its run
+                self.run.finish()
+                self._run = None
+
+    def on_train_end(self, logs=None):
+        if self._is_write():
+            self.run.finish()
+            self._run = None
         self._is_fit = False
 
 

@@ -11,9 +11,11 @@ from __future__ import annotations
 from oar.nn import functional, initializer, utils
 from oar.nn.clip import ClipGradByGlobalNorm, ClipGradByNorm, ClipGradByValue
 from oar.nn.layer.activation import *  # noqa: F403
+from oar.nn.layer.channel_dropout import *  # noqa: F403
 from oar.nn.layer.common import *  # noqa: F403
 from oar.nn.layer.container import *  # noqa: F403
 from oar.nn.layer.conv import *  # noqa: F403
+from oar.nn.layer.decode import *  # noqa: F403
 from oar.nn.layer.layers import Layer
 from oar.nn.layer.loss import *  # noqa: F403
 from oar.nn.layer.norm import *  # noqa: F403

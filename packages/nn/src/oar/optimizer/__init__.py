@@ -16,13 +16,18 @@ from oar.optimizer.adagrad import Adagrad
 from oar.optimizer.adam import Adam
 from oar.optimizer.adamax import Adamax
 from oar.optimizer.adamw import AdamW
+from oar.optimizer.asgd import ASGD
 from oar.optimizer.lamb import Lamb
+from oar.optimizer.lbfgs import LBFGS
 from oar.optimizer.momentum import Momentum
+from oar.optimizer.nadam import NAdam
 from oar.optimizer.optimizer import Optimizer, register_update_rule
+from oar.optimizer.radam import RAdam
 from oar.optimizer.rmsprop import RMSProp
+from oar.optimizer.rprop import Rprop
 from oar.optimizer.sgd import SGD
 
 __all__ = [
     "Optimizer", "SGD", "Momentum", "Adam", "AdamW", "Adamax", "Adagrad", "Adadelta", "RMSProp", "Lamb", "lr",
-    "register_update_rule",
+    "register_update_rule", "ASGD", "NAdam", "RAdam", "Rprop", "LBFGS",
 ]

@@ -94,6 +94,14 @@ def _snapshot(t: Tensor) -> Tensor:
     return oar.to_tensor(t.numpy(copy=False), place=t.place)  # to_tensor copies
 
 
+def _accumulator_shape(shape, param) -> tuple:
+    """An accumulator's shape: None is the parameter's, a callable makes it from the parameter's
+    (ASGD keeps ``batch_num`` gradients per parameter), anything else is the shape itself."""
+    if shape is None:
+        return tuple(param._data.shape)
+    return tuple(shape(tuple(param._data.shape))) if callable(shape) else shape
+
+
 def _same_shape(found: tuple, expected: tuple) -> bool:
     # A one-element accumulator may come back as shape [] or [1].
     return tuple(found) == tuple(expected) or (len(found) <= 1 and len(expected) <= 1 and
@@ -308,7 +316,7 @@ class Optimizer:
     # -- what each optimizer defines -----------------------------------------------------------
     def _accumulators(self, hyper: dict) -> dict[str, tuple]:
         """The accumulators of one parameter by Paddle's names: ``name -> (shape, initial value)``,
-        where shape None means the parameter's shape."""
+        where shape None means the parameter's shape (a callable: made from the parameter's)."""
         return {}
 
     def _rule_args(self, param, hyper: dict, regularizer) -> dict:
@@ -325,7 +333,7 @@ class Optimizer:
         if state is None:
             state = {}
             for name, (shape, fill) in self._accumulators(hyper).items():
-                shape = tuple(param._data.shape) if shape is None else shape
+                shape = _accumulator_shape(shape, param)
                 key = self._accumulator_key(param, name)
                 loaded = self._accumulators_holder.pop(key, None)
                 value = np.full(shape, fill, dtype) if loaded is None else loaded.astype(dtype).reshape(shape)
@@ -340,7 +348,7 @@ class Optimizer:
             hyper = {key: group[key] for key in self._defaults}
             for p in group["params"]:
                 for name, (shape, _) in self._accumulators(hyper).items():
-                    keys[self._accumulator_key(p, name)] = tuple(p._data.shape) if shape is None else shape
+                    keys[self._accumulator_key(p, name)] = _accumulator_shape(shape, p)
         return keys
 
     # -- state ----------------------------------------------------------------------------------

@@ -9,8 +9,10 @@ from __future__ import annotations
 from oar.nn.functional import (
     activation,
     attention,
+    channel_dropout,
     common,
     conv,
+    decode,
     fused,
     loss,
     norm,
@@ -20,15 +22,17 @@ from oar.nn.functional import (
 )
 from oar.nn.functional.activation import *  # noqa: F403
 from oar.nn.functional.attention import *  # noqa: F403
+from oar.nn.functional.channel_dropout import *  # noqa: F403
 from oar.nn.functional.common import *  # noqa: F403
 from oar.nn.functional.conv import *  # noqa: F403
+from oar.nn.functional.decode import *  # noqa: F403
 from oar.nn.functional.loss import *  # noqa: F403
 from oar.nn.functional.norm import *  # noqa: F403
 from oar.nn.functional.pooling import *  # noqa: F403
 from oar.nn.functional.vision import *  # noqa: F403
 from oar.utils import public_dir
 
-FAMILIES = (activation, attention, common, conv, loss, norm, pooling, vision, fused, quant)
+FAMILIES = (activation, attention, common, conv, loss, norm, pooling, vision, fused, quant, channel_dropout, decode)
 ALL_OPS = [op for family in FAMILIES for op in family.OPS]
 
 # dir(oar.nn.functional) shows the functions only: not the family modules, nor FAMILIES and ALL_OPS,

@@ -6,6 +6,9 @@ faster kernel can replace either direction; the other elementwise activations ar
 gradient rules are written with oar ops. The rest (``relu6``, ``hardtanh``, ``prelu``, the
 shrinks, ...) are compositions of core ops. Every gradient can be differentiated again.
 
+Where oar differs from Paddle on purpose: ``gumbel_softmax(hard=True)`` passes the soft sample's
+gradient straight through (Paddle's is zero).
+
 >>> import oar
 >>> import oar.nn.functional as F
 >>> F.relu(oar.to_tensor([-1.0, 2.0])).tolist()
@@ -27,8 +30,10 @@ from oar.ops import (
     Op,
     Tensor,
     TensorMeta,
+    apply_inplace,
     as_tensor,
     axis_not_batch,
+    check_target,
     dispatch,
     erf_op,
     fmt_shape,
@@ -386,13 +391,15 @@ def _silu_rule(ctx, g):
     return g * (s * (x * (1.0 - s) + 1.0))
 
 
-def silu(x, name=None) -> Tensor:
-    """``x * sigmoid(x)`` (also called swish).
+def silu(x, inplace: bool = False, name=None) -> Tensor:
+    """``x * sigmoid(x)`` (also called swish); with ``inplace`` the result is written into ``x``.
 
     >>> import oar
     >>> oar.nn.functional.silu(oar.to_tensor([0.0])).tolist()
     [0.0]
     """
+    if inplace:
+        return _write_into(x, "silu_", silu)
     return _activation(silu_op, x, "silu")
 
 
@@ -773,6 +780,134 @@ def prelu(x, weight, data_format: str = "NCHW", name=None) -> Tensor:
     return oar.where(x > 0, x, x * slope)
 
 
+def logsigmoid(x, name=None) -> Tensor:
+    """``log(sigmoid(x))``: Paddle 3.3's name for ``log_sigmoid``.
+
+    >>> import oar
+    >>> round(oar.nn.functional.logsigmoid(oar.to_tensor([0.0])).item(), 4)
+    -0.6931
+    """
+    return log_sigmoid(x)
+
+
+def rrelu(x, lower: float = 1.0 / 8.0, upper: float = 1.0 / 3.0, training: bool = True, name=None) -> Tensor:
+    """The randomized leaky ReLU (Xu et al., 2015): ``x`` where ``x >= 0``, else ``a * x``, with
+    ``a`` drawn uniformly from ``[lower, upper]`` for each element in training and ``(lower +
+    upper) / 2`` in evaluation.
+
+    >>> import oar
+    >>> oar.nn.functional.rrelu(oar.to_tensor([-1.0, 2.0]), training=False).tolist()
+    [-0.2291666716337204, 2.0]
+    """
+    fn = "rrelu"
+    lower, upper = _number(lower, fn, "lower"), _number(upper, fn, "upper")
+    if not 0.0 <= lower <= upper <= 1.0:
+        raise ArgumentError(f"{fn}: expected 0 <= lower <= upper <= 1, got lower={lower}, upper={upper}")
+    x = _composed_input(fn, x)
+    if training:
+        slope = oar.uniform(x.shape, dtype=x.dtype, min=lower, max=upper)
+    else:
+        slope = (lower + upper) / 2.0
+    return oar.where(x >= 0, x, x * slope)
+
+
+def gumbel_softmax(x, temperature: float = 1.0, hard: bool = False, axis: int = -1, name=None) -> Tensor:
+    """A sample of the Gumbel-softmax (concrete) distribution: ``softmax((x + g) / temperature)``
+    with ``g`` standard Gumbel noise. With ``hard`` the result is the one-hot of its argmax.
+
+    Unlike Paddle, whose hard gradient is zero (its backward reads the one-hot as the softmax),
+    ``hard=True`` passes the gradient of the soft sample straight through, as the estimator of
+    Jang et al. (2017) intends.
+
+    >>> import oar
+    >>> y = oar.nn.functional.gumbel_softmax(oar.zeros([2, 3]), hard=True)
+    >>> y.sum(axis=-1).tolist()
+    [1.0, 1.0]
+    """
+    fn = "gumbel_softmax"
+    x = _composed_input(fn, x)
+    temperature = _number(temperature, fn, "temperature")
+    if not temperature > 0:
+        raise ArgumentError(f"{fn}: temperature must be positive, got {temperature}")
+    axis = normalize_axis(axis, x.ndim, fn)
+    # -log(-log(u)) with u in (0, 1]: a u of 0 would give -inf noise; drawn in float32 at least
+    noise_dtype = "float64" if x.dtype is oar.float64 else "float32"
+    uniform = oar.uniform(x.shape, dtype=noise_dtype, min=float(np.finfo(noise_dtype).tiny), max=1.0)
+    noise = -oar.log(-oar.log(uniform))
+    soft = softmax((x + (noise if x.dtype is noise.dtype else oar.cast(noise, x.dtype))) / temperature, axis=axis)
+    if not hard:
+        return soft
+    one_hot = oar.cast(oar.equal(soft, oar.max(soft, axis=axis, keepdim=True)), soft.dtype)
+    first = oar.cast(oar.equal(oar.cumsum(one_hot, axis=axis), 1.0), soft.dtype) * one_hot  # one hit on ties
+    return first - soft.detach() + soft
+
+
+def swiglu(x, y=None, name=None) -> Tensor:
+    """``silu(x) * y``; without ``y``, ``x`` is split in two halves along its last axis,
+    ``silu(first) * second``.
+
+    >>> import oar
+    >>> [round(v, 4) for v in oar.nn.functional.swiglu(oar.to_tensor([1.0, 2.0, 3.0, 4.0])).tolist()]
+    [2.1932, 7.0464]
+    """
+    fn = "swiglu"
+    x = _composed_input(fn, x)
+    if y is None:
+        if x.ndim == 0 or x.shape[-1] % 2:
+            raise ShapeError(f"swiglu: without y, the last axis of x must have an even size, got shape {x.shape}")
+        x, y = oar.split(x, 2, axis=-1)
+    else:
+        y = as_tensor(y, "y", fn)
+        check_float(fn, y, "y")
+        if tuple(y.shape) != tuple(x.shape):
+            raise ShapeError(f"swiglu: y shape {fmt_shape(y.shape)} must equal x shape {fmt_shape(x.shape)}")
+    return silu(x) * y
+
+
+# -- in-place variants: ``x`` holds the result (and is returned) ------------------------------
+def _write_into(x, name: str, compute) -> Tensor:
+    """``x`` becomes ``compute(x)``. The gradient rules of these activations read their input,
+    which the write replaces, so a tensor on the tape is computed from a copy."""
+    check_target(x, name)
+    source = x if x.stop_gradient else x.clone()
+    return apply_inplace(x, compute(source), name=name)
+
+
+def elu_(x, alpha: float = 1.0, name=None) -> Tensor:
+    """``elu`` in place."""
+    return _write_into(x, "elu_", lambda t: elu(t, alpha))
+
+
+def hardtanh_(x, min: float = -1.0, max: float = 1.0, name=None) -> Tensor:  # noqa: A002 - Paddle's names
+    """``hardtanh`` in place."""
+    return _write_into(x, "hardtanh_", lambda t: hardtanh(t, min, max))
+
+
+def leaky_relu_(x, negative_slope: float = 0.01, name=None) -> Tensor:
+    """``leaky_relu`` in place."""
+    return _write_into(x, "leaky_relu_", lambda t: leaky_relu(t, negative_slope))
+
+
+def softmax_(x, axis: int = -1, dtype=None, name=None) -> Tensor:
+    """``softmax`` in place (``dtype``, if given, must be ``x``'s: the result is written into ``x``)."""
+    return _write_into(x, "softmax_", lambda t: softmax(t, axis, dtype))
+
+
+def tanh_(x, name=None) -> Tensor:
+    """``tanh`` in place.
+
+    >>> import oar
+    >>> x = oar.to_tensor([0.0])
+    >>> oar.nn.functional.tanh_(x) is x
+    True
+    """
+    return _write_into(x, "tanh_", tanh)
+
+
+def thresholded_relu_(x, threshold: float = 1.0, value: float = 0.0, name=None) -> Tensor:
+    """``thresholded_relu`` in place."""
+    return _write_into(x, "thresholded_relu_", lambda t: thresholded_relu(t, threshold, value))
+
 OPS = [
     relu_op, relu_grad_op, gelu_op, gelu_grad_op, softmax_op, softmax_grad_op, log_softmax_op,
     log_softmax_grad_op, silu_op, leaky_relu_op, elu_op, selu_op, hardsigmoid_op, hardswish_op,
@@ -782,5 +917,6 @@ __all__ = [
     "relu", "relu_", "relu6", "gelu", "softmax", "log_softmax", "silu", "swish", "leaky_relu", "elu",
     "selu", "celu", "hardsigmoid", "hardswish", "softplus", "softsign", "mish", "sigmoid", "tanh",
     "hardtanh", "hardshrink", "softshrink", "tanhshrink", "log_sigmoid", "thresholded_relu", "glu",
-    "maxout", "prelu",
+    "maxout", "prelu", "logsigmoid", "rrelu", "gumbel_softmax", "swiglu", "elu_", "hardtanh_", "leaky_relu_",
+    "softmax_", "tanh_", "thresholded_relu_",
 ]

@@ -1,9 +1,13 @@
 """Common functions of oar.nn.functional: linear, bilinear, dropout, embedding, one_hot, pad,
-interpolate/upsample, cosine_similarity, label_smooth.
+interpolate/upsample, unfold/fold, cosine_similarity, pairwise_distance, label_smooth.
 
 ``embedding`` and ``interpolate`` are ops, each paired with the op of its gradient
 (``embedding_grad``: a scatter-add of the rows; ``interpolate_grad``: the transposed resampling);
-each op of a pair is the other's gradient, so both differentiate again. The rest compose core
+each op of a pair is the other's gradient, so both differentiate again. ``unfold`` (op ``im2col``)
+and ``fold`` (op ``col2im``, summing overlaps) are each other's adjoint, hence each other's gradient.
+Difference from Paddle: ``fold`` with four unequal paddings ``[top, left, bottom, right]`` pads
+as ``unfold`` does, where Paddle 3.3.1's fold rejects them (its shape check reads top and left
+twice). The rest compose core
 ops; dropout masks come from ``oar.bernoulli``, which draws from oar's global generator, so
 ``oar.seed`` makes them reproducible.
 
@@ -21,6 +25,7 @@ import oar
 from oar import one_hot
 from oar.errors import ArgumentError, DTypeError, IndexOutOfRangeError, ShapeError
 from oar.nn.functional.activation import SELU_ALPHA, SELU_SCALE, check_float
+from oar.nn.functional.antialias import antialias_resize
 from oar.ops import (
     AMP_LOW_PRECISION,
     PRODUCT_DTYPES,
@@ -28,6 +33,7 @@ from oar.ops import (
     Op,
     Tensor,
     TensorMeta,
+    apply_inplace,
     as_tensor,
     blas_threads_for,
     dispatch,
@@ -191,13 +197,15 @@ def _keep_mask(x: Tensor, shape, keep: float) -> Tensor:
     return oar.bernoulli(oar.full(shape, keep, dtype=x.dtype))
 
 
-def dropout(x, p: float = 0.5, axis=None, training: bool = True, mode: str = "upscale_in_train", name=None) -> Tensor:
+def dropout(x, p: float = 0.5, axis=None, training: bool = True, inplace: bool = False, mode: str = "upscale_in_train",
+            name=None) -> Tensor:
     """Zero each element with probability ``p`` (or whole slices: with ``axis``, one draw per
     index of those axes, shared along the others).
 
     ``mode='upscale_in_train'`` (Paddle's default) scales the kept values by ``1 / (1 - p)`` in
     training and returns ``x`` unchanged in evaluation; ``'downscale_in_infer'`` keeps the
-    values in training and multiplies by ``1 - p`` in evaluation.
+    values in training and multiplies by ``1 - p`` in evaluation. With ``inplace`` the result is
+    written into ``x`` (and ``x`` returned).
 
     >>> import oar
     >>> x = oar.ones([2, 3])
@@ -210,6 +218,9 @@ def dropout(x, p: float = 0.5, axis=None, training: bool = True, mode: str = "up
         raise ArgumentError(f"{fn}: mode must be 'upscale_in_train' or 'downscale_in_infer', got {mode!r}")
     x = as_tensor(x, "x", fn)
     check_float(fn, x)
+    if inplace:
+        out = dropout(x if x.stop_gradient else x.clone(), p=p, axis=axis, training=training, mode=mode)
+        return x if out is x else apply_inplace(x, out, name="dropout_")
     if axis is None:
         shape = x.shape
     else:
@@ -343,12 +354,16 @@ def _embedding_grad_rule(ctx, c):
     return dispatch(embedding_op, (c, ctx.input(1)), {"padding_idx": ctx.attrs["padding_idx"]}), None
 
 
-def embedding(x, weight, padding_idx=None, sparse: bool = False, name=None) -> Tensor:
+def embedding(x, weight, padding_idx=None, max_norm=None, norm_type: float = 2.0, sparse: bool = False,
+              scale_grad_by_freq: bool = False, name=None) -> Tensor:
     """The rows of ``weight`` (``[num_embeddings, embedding_dim]``) at the integer ids ``x``:
     the output has shape ``x.shape + [embedding_dim]``.
 
     Positions whose id equals ``padding_idx`` (negative values count from the end) output zeros
-    and send no gradient to that row. ``sparse`` is accepted; the gradient is dense.
+    and send no gradient to that row. ``sparse`` is accepted; the gradient is dense. With
+    ``max_norm``, each row that ``x`` reads whose ``norm_type``-norm exceeds it is first scaled
+    down to it, in ``weight`` itself (outside autograd), as Paddle 3.3. ``scale_grad_by_freq``
+    divides each position's gradient by how often its id occurs in ``x``.
 
     >>> import oar
     >>> w = oar.to_tensor([[1.0, 1.0], [2.0, 2.0], [3.0, 3.0]])
@@ -367,7 +382,28 @@ def embedding(x, weight, padding_idx=None, sparse: bool = False, name=None) -> T
         if not -num <= padding_idx < num:
             raise ArgumentError(f"{fn}: padding_idx must lie in [{-num}, {num}) for {num} embeddings, got {padding_idx}")
         padding = int(padding_idx) % num
-    return dispatch(embedding_op, (weight, x), {"padding_idx": padding})
+    if max_norm and weight.size:
+        _renorm_rows(x, weight, float(max_norm), float(norm_type))
+    out = dispatch(embedding_op, (weight, x), {"padding_idx": padding})
+    if scale_grad_by_freq:
+        if sparse:
+            raise ArgumentError(f"{fn}: scale_grad_by_freq=True does not go with sparse=True")
+        ids = x.numpy().astype(np.int64)
+        _, index, counts = np.unique(ids, return_inverse=True, return_counts=True)
+        inverse_count = oar.to_tensor((1.0 / counts[index.reshape(ids.shape)])[..., None].astype(weight.dtype.name))
+        # the same values (out - out.detach() is 0), each position's gradient scaled by 1 / count
+        out = out.detach() + (out - out.detach()) * inverse_count
+    return out
+
+
+def _renorm_rows(x: Tensor, weight: Tensor, max_norm: float, norm_type: float) -> None:
+    """Scale the rows of ``weight`` read by ``x`` whose norm exceeds ``max_norm`` down to it, in place."""
+    with oar.no_grad():
+        ids = oar.unique(oar.reshape(x, [-1]))
+        rows = oar.index_select(weight, ids)
+        norm = oar.sum(oar.abs(rows) ** norm_type, axis=1, keepdim=True) ** (1.0 / norm_type)
+        scale = oar.where(norm > max_norm, max_norm / (norm + 1e-7), oar.ones_like(norm))
+        weight[ids] = rows * scale
 
 
 # ------------------------------------------------------------------------------------------
@@ -610,7 +646,8 @@ def _size_list(fn: str, arg: str, value, count: int, kind) -> list:
 
 
 def interpolate(x, size=None, scale_factor=None, mode: str = "nearest", align_corners: bool = False,
-                align_mode: int = 0, data_format=None, recompute_scale_factor=None, name=None) -> Tensor:
+                align_mode: int = 0, data_format=None, recompute_scale_factor=None, antialias: bool = False,
+                name=None) -> Tensor:
     """Resize the spatial axes of a 3-, 4- or 5-D ``x`` to ``size`` or by ``scale_factor``.
 
     Modes: ``'nearest'``, ``'linear'`` (3-D), ``'bilinear'`` and ``'bicubic'`` (4-D),
@@ -618,7 +655,8 @@ def interpolate(x, size=None, scale_factor=None, mode: str = "nearest", align_co
     pixels onto each other; otherwise ``align_mode=0`` samples at half-pixel centres and
     ``align_mode=1`` at ``k * in / out``. Given ``scale_factor``, the output size is
     ``floor(in * scale)`` and the sampling ratio ``1 / scale`` unless
-    ``recompute_scale_factor=True``.
+    ``recompute_scale_factor=True``. ``antialias=True`` (bilinear and bicubic) filters as it
+    downsamples, as Paddle 3.3 (``oar.nn.functional.antialias``).
 
     >>> import oar
     >>> x = oar.to_tensor([[[1.0, 2.0]]])
@@ -653,6 +691,10 @@ def interpolate(x, size=None, scale_factor=None, mode: str = "nearest", align_co
         if any(s <= 0 for s in out_sizes):
             raise ArgumentError(f"{fn}: scale_factor {factors} shrinks axes of sizes {in_sizes} to nothing")
         scales = [None] * len(axes) if recompute_scale_factor or mode == "area" else factors
+    if antialias:
+        if mode not in ("bilinear", "bicubic"):
+            raise ArgumentError(f"{fn}: antialias=True applies to the modes bilinear and bicubic, not {mode!r}")
+        return antialias_resize(x, axes, out_sizes, scales, mode, bool(align_corners))
     attrs = {"axes": axes, "in_sizes": in_sizes, "out_sizes": out_sizes, "mode": mode, "scales": scales,
              "align_corners": bool(align_corners), "align_mode": int(align_mode)}
     return dispatch(interpolate_op, (x,), attrs)
@@ -665,8 +707,178 @@ def upsample(x, size=None, scale_factor=None, mode: str = "nearest", align_corne
 
 
 # ------------------------------------------------------------------------------------------
+# unfold <-> fold: sliding blocks to columns and back
+# ------------------------------------------------------------------------------------------
+def _block_counts(fn: str, sizes, kernel_sizes, strides, paddings, dilations) -> list[int]:
+    """Blocks per spatial dim; ``paddings`` is Paddle's ``[top, left, bottom, right]``."""
+    counts = []
+    for i, (size, k, s, d) in enumerate(zip(sizes, kernel_sizes, strides, dilations)):
+        span = d * (k - 1) + 1
+        padded = size + paddings[i] + paddings[i + 2]
+        if padded < span:
+            raise ShapeError(f"{fn}: spatial dim {i} of size {size} (padded: {padded}) is smaller than the dilated "
+                             f"kernel {span}")
+        counts.append((padded - span) // s + 1)
+    return counts
+
+
+def _block_view(offset, kernel_attrs, counts) -> tuple:
+    """The strided view of padded input read by kernel element ``offset`` of every block."""
+    strides, dilations = kernel_attrs["strides"], kernel_attrs["dilations"]
+    return (Ellipsis, *(slice(k * d, k * d + (n - 1) * s + 1, s)
+                        for k, s, d, n in zip(offset, strides, dilations, counts)))
+
+
+def _padded_canvas(shape, paddings, dtype) -> np.ndarray:
+    return np.zeros((*shape[:2], shape[2] + paddings[0] + paddings[2], shape[3] + paddings[1] + paddings[3]), dtype)
+
+
+def _unfold_kernel(x, kernel_sizes, strides, paddings, dilations):
+    attrs = {"strides": strides, "dilations": dilations}
+    counts = _block_counts("unfold", x.shape[2:], kernel_sizes, strides, paddings, dilations)
+    xp = _padded_canvas(x.shape, paddings, x.dtype)
+    xp[:, :, paddings[0]:paddings[0] + x.shape[2], paddings[1]:paddings[1] + x.shape[3]] = x
+    columns = [xp[_block_view(offset, attrs, counts)] for offset in np.ndindex(*kernel_sizes)]
+    out = np.stack(columns, axis=2)  # [N, C, kh * kw, blocks_h, blocks_w]: row c * kh * kw + i * kw + j
+    return out.reshape(x.shape[0], x.shape[1] * len(columns), counts[0] * counts[1])
+
+
+def _fold_kernel(x, output_sizes, kernel_sizes, strides, paddings, dilations):
+    attrs = {"strides": strides, "dilations": dilations}
+    counts = _block_counts("fold", output_sizes, kernel_sizes, strides, paddings, dilations)
+    blocks = int(np.prod(kernel_sizes))
+    columns = x.reshape(x.shape[0], x.shape[1] // blocks, blocks, *counts)
+    canvas = _padded_canvas((*columns.shape[:2], *output_sizes), paddings, x.dtype)
+    for j, offset in enumerate(np.ndindex(*kernel_sizes)):
+        canvas[_block_view(offset, attrs, counts)] += columns[:, :, j]
+    return np.ascontiguousarray(canvas[:, :, paddings[0]:paddings[0] + output_sizes[0],
+                                       paddings[1]:paddings[1] + output_sizes[1]])
+
+
+def _unfold_meta(x: TensorMeta, kernel_sizes, strides, paddings, dilations) -> TensorMeta:
+    if len(x.shape) != 4:
+        raise ShapeError(f"unfold: x must be 4-D [N, C, H, W], got {fmt_shape(x.shape)}")
+    if not x.dtype.is_floating:
+        raise DTypeError(f"unfold: x must be a floating tensor, got {x.dtype.name}")
+    counts = _block_counts("unfold", x.shape[2:], kernel_sizes, strides, paddings, dilations)
+    channels = None if x.shape[1] is None else x.shape[1] * int(np.prod(kernel_sizes))
+    return TensorMeta((x.shape[0], channels, counts[0] * counts[1]), x.dtype)
+
+
+def _fold_meta(x: TensorMeta, output_sizes, kernel_sizes, strides, paddings, dilations) -> TensorMeta:
+    blocks = int(np.prod(kernel_sizes))
+    if len(x.shape) != 3:
+        raise ShapeError(f"fold: x must be 3-D [N, C * kh * kw, L], got {fmt_shape(x.shape)}")
+    if not x.dtype.is_floating:
+        raise DTypeError(f"fold: x must be a floating tensor, got {x.dtype.name}")
+    counts = _block_counts("fold", output_sizes, kernel_sizes, strides, paddings, dilations)
+    if x.shape[1] is not None and x.shape[1] % blocks or x.shape[2] is not None and x.shape[2] != counts[0] * counts[1]:
+        raise ShapeError(f"fold: x {fmt_shape(x.shape)} must have a multiple of {blocks} (kernel {kernel_sizes}) rows "
+                         f"and {counts[0] * counts[1]} blocks ({counts[0]} x {counts[1]} for output {output_sizes})")
+    channels = None if x.shape[1] is None else x.shape[1] // blocks
+    return TensorMeta((x.shape[0], channels, *output_sizes), x.dtype)
+
+
+# named for what they compute: "fold" is also a pass phase, and Tensor.unfold is another operation
+unfold_op = Op("im2col", paddle=("nn.functional.unfold",), reference=_unfold_kernel, meta=_unfold_meta, dtypes=FLOATS,
+               per_sample=True)
+fold_op = Op("col2im", paddle=("nn.functional.fold",), reference=_fold_kernel, meta=_fold_meta, dtypes=FLOATS,
+             per_sample=True)
+
+
+@unfold_op.defgrad
+def _unfold_rule(ctx, g):
+    return dispatch(fold_op, (g,), {"output_sizes": list(ctx.in_shapes[0][2:]), **ctx.attrs})
+
+
+@fold_op.defgrad
+def _fold_rule(ctx, g):
+    return dispatch(unfold_op, (g,), {k: v for k, v in ctx.attrs.items() if k != "output_sizes"})
+
+
+def _block_args(fn: str, kernel_sizes, strides, paddings, dilations) -> dict:
+    def pair(arg, value, minimum):
+        values = _int_values(fn, arg, value)
+        values = values * 2 if len(values) == 1 else values
+        if len(values) != 2 or any(v < minimum for v in values):
+            raise ArgumentError(f"{fn}: {arg} must be an int or 2 ints >= {minimum}, got {value!r}")
+        return values
+
+    pads = _int_values(fn, "paddings", paddings)
+    pads = pads * 4 if len(pads) == 1 else pads * 2 if len(pads) == 2 else pads
+    if len(pads) != 4 or any(p < 0 for p in pads):
+        raise ArgumentError(f"{fn}: paddings must be an int, 2 ints or 4 ints [top, left, bottom, right] >= 0, "
+                            f"got {paddings!r}")
+    return {"kernel_sizes": pair("kernel_sizes", kernel_sizes, 1), "strides": pair("strides", strides, 1),
+            "paddings": pads, "dilations": pair("dilations", dilations, 1)}
+
+
+def unfold(x, kernel_sizes, strides=1, paddings=0, dilations=1, name=None) -> Tensor:
+    """im2col: the sliding ``kernel_sizes`` blocks of ``x`` [N, C, H, W] as columns of the
+    [N, C * kh * kw, L] output (row ``c * kh * kw + i * kw + j``, L blocks in row-major order).
+    ``paddings`` is an int, ``[h, w]`` or ``[top, left, bottom, right]``.
+
+    >>> import oar
+    >>> x = oar.arange(9, dtype="float32").reshape([1, 1, 3, 3])
+    >>> oar.nn.functional.unfold(x, 2)[0].tolist()
+    [[0.0, 1.0, 3.0, 4.0], [1.0, 2.0, 4.0, 5.0], [3.0, 4.0, 6.0, 7.0], [4.0, 5.0, 7.0, 8.0]]
+    """
+    fn = "unfold"
+    x = as_tensor(x, "x", fn)
+    check_float(fn, x, "x")
+    if x.ndim != 4:
+        raise ShapeError(f"{fn}: x must be 4-D [N, C, H, W], got shape {x.shape}")
+    return dispatch(unfold_op, (x,), _block_args(fn, kernel_sizes, strides, paddings, dilations))
+
+
+def fold(x, output_sizes, kernel_sizes, strides=1, paddings=0, dilations=1, name=None) -> Tensor:
+    """col2im, the adjoint of ``unfold``: the columns of ``x`` [N, C * kh * kw, L] summed into
+    [N, C, *output_sizes] at the positions of their blocks (overlaps add).
+
+    >>> import oar
+    >>> cols = oar.ones([1, 4, 4])
+    >>> oar.nn.functional.fold(cols, [3, 3], 2)[0, 0].tolist()
+    [[1.0, 2.0, 1.0], [2.0, 4.0, 2.0], [1.0, 2.0, 1.0]]
+    """
+    fn = "fold"
+    x = as_tensor(x, "x", fn)
+    check_float(fn, x, "x")
+    if x.ndim != 3:
+        raise ShapeError(f"{fn}: x must be 3-D [N, C * kh * kw, L], got shape {x.shape}")
+    sizes = _int_values(fn, "output_sizes", output_sizes)
+    sizes = sizes * 2 if len(sizes) == 1 else sizes
+    if len(sizes) != 2 or any(v < 1 for v in sizes):
+        raise ArgumentError(f"{fn}: output_sizes must be an int or 2 ints >= 1, got {output_sizes!r}")
+    return dispatch(fold_op, (x,), {"output_sizes": sizes, **_block_args(fn, kernel_sizes, strides, paddings,
+                                                                         dilations)})
+
+
+# ------------------------------------------------------------------------------------------
 # small compositions
 # ------------------------------------------------------------------------------------------
+def pairwise_distance(x, y, p: float = 2.0, epsilon: float = 1e-6, keepdim: bool = False, name=None) -> Tensor:
+    """The p-norm of ``x - y + epsilon`` along the last axis (``p=inf``: the largest magnitude,
+    ``p=0``: the count of non-zeros), broadcasting ``x`` and ``y``.
+
+    >>> import oar
+    >>> oar.nn.functional.pairwise_distance(oar.to_tensor([[3., 0]]), oar.to_tensor([[0., 4]]), epsilon=0).tolist()
+    [5.0]
+    """
+    fn = "pairwise_distance"
+    x, y = as_tensor(x, "x", fn), as_tensor(y, "y", fn)
+    check_float(fn, x, "x")
+    check_float(fn, y, "y")
+    if isinstance(p, bool) or not isinstance(p, (int, float)):
+        raise ArgumentError(f"{fn}: p must be a number, got {p!r}")
+    diff = x - y + float(epsilon)
+    magnitude = oar.abs(diff)
+    if p == float("inf"):
+        return oar.max(magnitude, axis=-1, keepdim=keepdim)
+    if p == float("-inf"):
+        return oar.min(magnitude, axis=-1, keepdim=keepdim)
+    if p == 0:
+        return oar.sum((diff != 0).astype(diff.dtype), axis=-1, keepdim=keepdim)
+    return oar.sum(magnitude ** float(p), axis=-1, keepdim=keepdim) ** (1.0 / float(p))
 def cosine_similarity(x1, x2, axis: int = 1, eps: float = 1e-8) -> Tensor:
     """``sum(x1 * x2) / sqrt(max(sum(x1^2) * sum(x2^2), eps^2))`` along ``axis``.
 
@@ -702,9 +914,11 @@ def label_smooth(label, prior_dist=None, epsilon: float = 0.1, name=None) -> Ten
     return label * (1.0 - epsilon) + as_tensor(prior_dist, "prior_dist", fn) * epsilon
 
 
-OPS = [linear_op, linear_grad_op, embedding_op, embedding_grad_op, interpolate_op, interpolate_grad_op]
+OPS = [linear_op, linear_grad_op, embedding_op, embedding_grad_op, interpolate_op, interpolate_grad_op, unfold_op,
+       fold_op]
 __all__ = [
     "linear", "bilinear", "dropout", "dropout2d", "dropout3d", "alpha_dropout", "embedding", "one_hot", "pad",
-    "zeropad2d", "interpolate", "upsample", "cosine_similarity", "label_smooth",
+    "zeropad2d", "interpolate", "upsample", "unfold", "fold", "cosine_similarity", "pairwise_distance",
+    "label_smooth",
 ]
 

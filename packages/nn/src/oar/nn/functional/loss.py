@@ -4,8 +4,13 @@ The losses that dominate training time, or that need care to be exact, are fused
 reference kernel that plugins (oar-numba, oar-triton) replace: ``softmax_with_cross_entropy``
 (stable log-softmax and the negative log-likelihood in one pass; gradient ``softmax - label``),
 ``nll_loss``, ``bce_loss`` (logs clamped at -100 as in Paddle), ``sigmoid_cross_entropy_with_logits``
-(stable for any logit) and ``warpctc`` (CTC by the forward-backward recursion). The others compose
-core ops. Every reduction is ``'mean'``, ``'sum'`` or ``'none'`` (``kl_div`` adds ``'batchmean'``).
+(stable for any logit), ``warpctc`` (CTC by the forward-backward recursion) and ``warprnnt`` (the
+RNN-T loss over its lattice, the same way). The others compose core ops. Every reduction is
+``'mean'``, ``'sum'`` or ``'none'`` (``kl_div`` adds ``'batchmean'``).
+
+Where oar differs from Paddle on purpose: ``gaussian_nll_loss`` is differentiable in ``variance``
+(Paddle's clip under ``no_grad`` cuts it off); ``hsigmoid_loss`` adds nothing for the steps a
+short path lacks (Paddle's kernel adds ``log 2`` per missing step to the loss, not the gradient).
 
 >>> import oar
 >>> import oar.nn.functional as F
@@ -709,11 +714,12 @@ def l1_loss(input, label, reduction="mean", name=None) -> Tensor:
     return _reduce(oar.abs(input - label), reduction)
 
 
-def smooth_l1_loss(input, label, reduction="mean", delta=1.0, name=None) -> Tensor:
+def smooth_l1_loss(input, label, reduction="mean", delta=1.0, is_huber=True, name=None) -> Tensor:
     """Paddle's smooth L1 (the Huber loss): ``0.5 * d ** 2`` where ``|d| < delta``, else
     ``delta * |d| - 0.5 * delta ** 2``, with ``d = input - label``.
 
-    This is not PyTorch's ``smooth_l1_loss(beta)``, which divides the whole loss by ``beta``.
+    With ``is_huber=False`` (Paddle 3.3) the loss is divided by ``delta``: PyTorch's
+    ``smooth_l1_loss(beta=delta)``.
 
     >>> import oar
     >>> import oar.nn.functional as F
@@ -729,6 +735,8 @@ def smooth_l1_loss(input, label, reduction="mean", delta=1.0, name=None) -> Tens
     diff = input - label
     size = oar.abs(diff)
     loss = oar.where(oar.less_than(size, delta), 0.5 * diff * diff, delta * size - 0.5 * delta * delta)
+    if not is_huber:
+        loss = loss / delta
     return _reduce(loss, reduction)
 
 
@@ -909,14 +917,16 @@ def _warpctc_grad(ctx, g_loss, g_grad):
     return ctx.output(1) * oar.reshape(g_loss, [1, -1, 1]), None, None, None
 
 
-def ctc_loss(log_probs, labels, input_lengths, label_lengths, blank=0, reduction="mean", norm_by_times=False) -> Tensor:
+def ctc_loss(log_probs, labels, input_lengths, label_lengths, blank=0, reduction="mean", norm_by_times=False,
+             zero_infinity=False) -> Tensor:
     """Connectionist Temporal Classification loss of ``log_probs`` ([max_time, batch, classes],
     padded) against ``labels`` ([batch, max_label_length], padded).
 
     As Paddle's warp-ctc, a softmax over the classes is applied first, so raw logits and
     log-probabilities give the same loss. ``'mean'`` divides each loss by its label length
     (at least 1) and averages; ``norm_by_times`` scales each sequence's gradient by 1 / its
-    input length. A sequence too short for its labels has an infinite loss and a zero gradient.
+    input length. A sequence too short for its labels has an infinite loss and a zero gradient
+    (a zero loss too with ``zero_infinity``).
 
     >>> import oar
     >>> import oar.nn.functional as F
@@ -934,18 +944,732 @@ def ctc_loss(log_probs, labels, input_lengths, label_lengths, blank=0, reduction
     metas = [TensorMeta(tuple(t.shape), t.dtype) for t in inputs]
     _warpctc_meta(*metas)
     loss, _ = dispatch(warpctc_op, tuple(inputs), {"blank": int(blank), "norm_by_times": bool(norm_by_times)})
+    if zero_infinity:
+        loss = oar.where(oar.isinf(loss), oar.zeros_like(loss), loss)
     if reduction == "mean":
         lengths = oar.clip(oar.cast(inputs[3], loss.dtype), min=1.0)
         return oar.mean(loss / lengths)
     return _reduce(loss, reduction)
 
 
+# ------------------------------------------------------------------------------------------
+# embedding, margin and likelihood losses, composed of core ops
+# ------------------------------------------------------------------------------------------
+def _same_shape(fn: str, name: str, t: Tensor, like: Tensor, like_name: str = "input") -> None:
+    if tuple(t.shape) != tuple(like.shape):
+        raise ShapeError(f"{fn}: {name} shape {fmt_shape(t.shape)} must equal {like_name} shape "
+                         f"{fmt_shape(like.shape)}")
+
+
+def _float_input(fn: str, value, name: str = "input") -> Tensor:
+    t = _tensor(value, fn, name)
+    _check_float(fn, name, t)
+    return t
+
+
+def _class_labels(fn: str, label, name: str = "label") -> Tensor:
+    label = _tensor(label, fn, name)
+    if not label.dtype.is_integer:
+        raise DTypeError(f"{fn}: {name} must be an integer tensor of class indices, got {label.dtype.name}")
+    return label
+
+
+def _check_class_range(fn: str, label: Tensor, num_classes: int, low: int = 0) -> None:
+    if not oar.in_dynamic_mode():  # reading the values would stop a program from being captured
+        return
+    values = label.numpy()
+    if values.size and (values.min() < low or values.max() >= num_classes):
+        bad = values.min() if values.min() < low else values.max()
+        raise ArgumentError(f"{fn}: label value {int(bad)} is out of range [{low}, {num_classes}) for an input "
+                            f"with {num_classes} classes")
+
+
+def _relu(x: Tensor) -> Tensor:
+    return oar.maximum(x, oar.zeros_like(x))
+
+
+def _vector_distance(x: Tensor, y: Tensor, p: float, epsilon: float) -> Tensor:
+    """``||x - y + epsilon||_p`` over the last axis: Paddle's ``PairwiseDistance``, which the
+    triplet losses use."""
+    diff = x - y + epsilon
+    if p == float("inf"):
+        return oar.max(oar.abs(diff), axis=-1)
+    if p == 0:
+        return oar.sum(oar.cast(oar.not_equal(diff, 0.0), diff.dtype), axis=-1)
+    return oar.pow(oar.sum(oar.pow(oar.abs(diff), p), axis=-1), 1.0 / p)
+
+
+def square_error_cost(input, label) -> Tensor:
+    """The elementwise squared error ``(input - label) ** 2``, unreduced.
+
+    >>> import oar
+    >>> import oar.nn.functional as F
+    >>> F.square_error_cost(oar.to_tensor([1.0, 2.0]), oar.to_tensor([0.0, 0.0])).tolist()
+    [1.0, 4.0]
+    """
+    input, label = _pair("square_error_cost", input, label)
+    return oar.square(input - label)
+
+
+def log_loss(input, label, epsilon=0.0001, name=None) -> Tensor:
+    """The negative log-likelihood of probabilities ``input`` for 0/1 ``label``:
+    ``-label * log(input + epsilon) - (1 - label) * log(1 - input + epsilon)``, unreduced.
+
+    >>> import oar
+    >>> import oar.nn.functional as F
+    >>> [round(v, 4) for v in F.log_loss(oar.to_tensor([[0.3], [0.9]]), oar.to_tensor([[1.0], [0.0]])).flatten().tolist()]
+    [1.2036, 2.3016]
+    """
+    input, label = _pair("log_loss", input, label)
+    epsilon = float(epsilon)
+    return -label * oar.log(input + epsilon) - (1.0 - label) * oar.log(1.0 - input + epsilon)
+
+
+def dice_loss(input, label, epsilon=1e-05, name=None) -> Tensor:
+    """One minus the Dice coefficient of class probabilities ``input`` ([N, ..., C]) and the
+    one-hot of ``label`` ([N, ..., 1] class indices), averaged over the batch.
+
+    >>> import oar
+    >>> import oar.nn.functional as F
+    >>> probs = oar.to_tensor([[0.9, 0.1], [0.2, 0.8]])
+    >>> round(float(F.dice_loss(probs, oar.to_tensor([[0], [1]]))), 4)
+    0.15
+    """
+    fn = "dice_loss"
+    input = _float_input(fn, input)
+    label = _class_labels(fn, label)
+    if input.ndim < 2 or label.ndim != input.ndim or label.shape[-1] != 1 or label.shape[:-1] != input.shape[:-1]:
+        raise ShapeError(f"{fn}: label shape {fmt_shape(label.shape)} must be the input shape {fmt_shape(input.shape)} "
+                         f"with the last (class) axis as 1, and input must have at least 2 dimensions")
+    num_classes = input.shape[-1]
+    _check_class_range(fn, label, num_classes)
+    target = oar.cast(oar.nn.functional.one_hot(oar.squeeze(label, -1), num_classes), input.dtype)
+    axes = list(range(1, input.ndim))
+    overlap = oar.sum(input * target, axis=axes)
+    total = oar.sum(input, axis=axes) + oar.sum(target, axis=axes)
+    return oar.mean(1.0 - overlap * 2.0 / (total + float(epsilon)))
+
+
+def npair_loss(anchor, positive, labels, l2_reg=0.002) -> Tensor:
+    """The N-pair loss (Sohn, 2016): softmax cross-entropy of the similarities ``anchor @
+    positive.T`` against the targets spread evenly over the samples of the same label, plus
+    ``l2_reg / 4`` times the mean squared norms of the embeddings.
+
+    >>> import oar
+    >>> import oar.nn.functional as F
+    >>> a = oar.to_tensor([[1.0, 0.0], [0.0, 1.0]])
+    >>> round(float(F.npair_loss(a, a, oar.to_tensor([0, 1]), l2_reg=0.0)), 4)
+    0.3133
+    """
+    fn = "npair_loss"
+    anchor = _float_input(fn, anchor, "anchor")
+    positive = _float_input(fn, positive, "positive")
+    labels = _tensor(labels, fn, "labels")
+    if anchor.ndim != 2 or tuple(positive.shape) != tuple(anchor.shape) or anchor.size == 0:
+        raise ShapeError(f"{fn}: anchor and positive must be non-empty [batch, dim] tensors of one shape, got "
+                         f"{fmt_shape(anchor.shape)} and {fmt_shape(positive.shape)}")
+    batch = anchor.shape[0]
+    if labels.size != batch:
+        raise ShapeError(f"{fn}: labels must have one value per sample ({batch}), got shape {fmt_shape(labels.shape)}")
+    labels = oar.reshape(labels, [batch, 1])
+    same = oar.cast(oar.equal(labels, oar.transpose(labels, [1, 0])), anchor.dtype)
+    target = same / oar.sum(same, axis=1, keepdim=True)
+    l2 = oar.mean(oar.sum(oar.square(anchor), axis=1)) + oar.mean(oar.sum(oar.square(positive), axis=1))
+    similarity = oar.matmul(anchor, positive, transpose_y=True)
+    log_prob = similarity - oar.logsumexp(similarity, axis=1, keepdim=True)
+    row_loss = -oar.sum(target * log_prob, axis=1, keepdim=True)
+    # Paddle weighs each row's loss by the target column it belongs to, then averages the columns.
+    return l2 * (0.25 * float(l2_reg)) + oar.mean(oar.sum(target * row_loss, axis=0))
+
+
+def sigmoid_focal_loss(logit, label, normalizer=None, alpha=0.25, gamma=2.0, reduction="sum", name=None) -> Tensor:
+    """The focal loss (Lin et al., 2017) of logits against 0/1 labels:
+    ``alpha_t * (1 - p_t) ** gamma * bce_with_logits``, divided by ``normalizer`` (a number of
+    positives, say) when given.
+
+    >>> import oar
+    >>> import oar.nn.functional as F
+    >>> round(float(F.sigmoid_focal_loss(oar.to_tensor([2.0, -1.0]), oar.to_tensor([1.0, 0.0]))), 4)
+    0.0174
+    """
+    fn = "sigmoid_focal_loss"
+    _check_reduction(fn, reduction)
+    logit = _float_input(fn, logit, "logit")
+    label = _tensor(label, fn, "label")
+    _same_shape(fn, "label", label, logit, "logit")
+    label = _as_float_like(fn, "label", label, logit)
+    loss = dispatch(sigmoid_cross_entropy_with_logits_op, (logit, label), {})
+    prob = sigmoid(logit)
+    p_t = prob * label + (1.0 - prob) * (1.0 - label)
+    alpha = float(alpha)
+    alpha_t = alpha * label + (1.0 - alpha) * (1.0 - label)
+    loss = alpha_t * oar.pow(1.0 - p_t, float(gamma)) * loss
+    if normalizer is not None:
+        normalizer = _float_input(fn, normalizer, "normalizer")
+        if normalizer.ndim > 1:
+            raise ShapeError(f"{fn}: normalizer must have zero or one dimension, got shape "
+                             f"{fmt_shape(normalizer.shape)}")
+        loss = loss / _as_float_like(fn, "normalizer", normalizer, logit)
+    return _reduce(loss, reduction)
+
+
+def soft_margin_loss(input, label, reduction="mean", name=None) -> Tensor:
+    """The two-class logistic loss ``log(1 + exp(-label * input))`` for labels 1 and -1.
+
+    >>> import oar
+    >>> import oar.nn.functional as F
+    >>> round(float(F.soft_margin_loss(oar.to_tensor([0.0, 2.0]), oar.to_tensor([1, -1]))), 4)
+    1.41
+    """
+    fn = "soft_margin_loss"
+    _check_reduction(fn, reduction)
+    input = _float_input(fn, input)
+    label = _tensor(label, fn, "label")
+    _same_shape(fn, "label", label, input)
+    label = label if label.dtype is input.dtype else oar.cast(label, input.dtype)
+    return _reduce(_softplus_neg(label * input), reduction)
+
+
+def hinge_embedding_loss(input, label, margin=1.0, reduction="mean", name=None) -> Tensor:
+    """``input`` where ``label`` is 1 and ``max(0, margin - input)`` where it is -1 (0 for other
+    labels): ``input`` is a distance that similar pairs (1) should shrink.
+
+    >>> import oar
+    >>> import oar.nn.functional as F
+    >>> x, y = oar.to_tensor([0.3, 0.4]), oar.to_tensor([1.0, -1.0])
+    >>> F.hinge_embedding_loss(x, y, reduction="none").tolist()
+    [0.30000001192092896, 0.6000000238418579]
+    """
+    fn = "hinge_embedding_loss"
+    _check_reduction(fn, reduction)
+    input, label = _pair(fn, input, label)
+    zero = oar.zeros_like(input)
+    loss = (oar.where(oar.equal(label, 1.0), input, zero)
+            + oar.where(oar.equal(label, -1.0), _relu(float(margin) - input), zero))
+    return _reduce(loss, reduction)
+
+
+def cosine_embedding_loss(input1, input2, label, margin=0, reduction="mean", name=None) -> Tensor:
+    """``1 - cos(input1, input2)`` where ``label`` is 1 and ``max(0, cos - margin)`` where it is
+    -1, the cosine taken along the last axis of [N, D] (or [D]) inputs.
+
+    >>> import oar
+    >>> import oar.nn.functional as F
+    >>> a, b = oar.to_tensor([[1.0, 0.0], [1.0, 1.0]]), oar.to_tensor([[0.0, 1.0], [1.0, 1.0]])
+    >>> [round(v, 4) for v in F.cosine_embedding_loss(a, b, oar.to_tensor([1, -1]), reduction="none").tolist()]
+    [1.0, 1.0]
+    """
+    fn = "cosine_embedding_loss"
+    _check_reduction(fn, reduction)
+    input1 = _float_input(fn, input1, "input1")
+    input2 = _float_input(fn, input2, "input2")
+    label = _tensor(label, fn, "label")
+    _same_shape(fn, "input2", input2, input1, "input1")
+    if input1.ndim > 2 or label.ndim != 1 or (input1.ndim == 2 and label.shape[0] != input1.shape[0]):
+        raise ShapeError(f"{fn}: expected [N, D] (or [D]) inputs and an [N] label, got inputs "
+                         f"{fmt_shape(input1.shape)} and label {fmt_shape(label.shape)}")
+    input2 = input2 if input2.dtype is input1.dtype else oar.cast(input2, input1.dtype)
+    # 1e-11 keeps a zero vector's cosine finite (0), as Paddle's
+    norms = (oar.sum(oar.square(input1), axis=-1) + 1e-11) * (oar.sum(oar.square(input2), axis=-1) + 1e-11)
+    cos = oar.sum(input1 * input2, axis=-1) / oar.sqrt(norms)
+    zero = oar.zeros_like(cos)
+    loss = (oar.where(oar.equal(label, 1), 1.0 - cos, zero)
+            + oar.where(oar.equal(label, -1), _relu(cos - float(margin)), zero))
+    return _reduce(loss, reduction)
+
+
+def _triplet_inputs(fn: str, input, positive, negative, margin) -> tuple[Tensor, Tensor, Tensor]:
+    input = _float_input(fn, input)
+    positive = _float_input(fn, positive, "positive")
+    negative = _float_input(fn, negative, "negative")
+    _same_shape(fn, "positive", positive, input)
+    _same_shape(fn, "negative", negative, input)
+    if float(margin) < 0:
+        raise ArgumentError(f"{fn}: margin must be no less than 0, got {margin}")
+    return input, _as_float_like(fn, "positive", positive, input), _as_float_like(fn, "negative", negative, input)
+
+
+def triplet_margin_loss(input, positive, negative, margin=1.0, p=2, epsilon=1e-06, swap=False, reduction="mean",
+                        name=None) -> Tensor:
+    """``max(0, d(input, positive) - d(input, negative) + margin)`` with ``d`` the p-norm
+    distance over the last axis (``||a - b + epsilon||_p``); with ``swap`` the negative distance
+    is the smaller of ``d(input, negative)`` and ``d(positive, negative)``.
+
+    >>> import oar
+    >>> import oar.nn.functional as F
+    >>> a, p, n = oar.to_tensor([[0.0, 0.0]]), oar.to_tensor([[3.0, 4.0]]), oar.to_tensor([[0.0, 1.0]])
+    >>> round(float(F.triplet_margin_loss(a, p, n, epsilon=0.0)), 4)
+    5.0
+    """
+    fn = "triplet_margin_loss"
+    _check_reduction(fn, reduction)
+    input, positive, negative = _triplet_inputs(fn, input, positive, negative, margin)
+    p, epsilon = float(p), float(epsilon)
+    positive_dist = _vector_distance(input, positive, p, epsilon)
+    negative_dist = _vector_distance(input, negative, p, epsilon)
+    if swap:
+        negative_dist = oar.minimum(negative_dist, _vector_distance(positive, negative, p, epsilon))
+    return _reduce(_relu(positive_dist - negative_dist + float(margin)), reduction)
+
+
+def triplet_margin_with_distance_loss(input, positive, negative, distance_function=None, margin=1.0, swap=False,
+                                      reduction="mean", name=None) -> Tensor:
+    """``triplet_margin_loss`` with any ``distance_function(a, b) -> [N]`` (default: the
+    Euclidean distance, as ``PairwiseDistance(2)``); distances must not be negative.
+
+    >>> import oar
+    >>> import oar.nn.functional as F
+    >>> a, p, n = oar.to_tensor([[0.0, 0.0]]), oar.to_tensor([[3.0, 4.0]]), oar.to_tensor([[0.0, 1.0]])
+    >>> l1 = lambda x, y: oar.sum(oar.abs(x - y), axis=-1)
+    >>> float(F.triplet_margin_with_distance_loss(a, p, n, distance_function=l1))
+    7.0
+    """
+    fn = "triplet_margin_with_distance_loss"
+    _check_reduction(fn, reduction)
+    input, positive, negative = _triplet_inputs(fn, input, positive, negative, margin)
+    if distance_function is None:
+        def distance_function(a, b):
+            return _vector_distance(a, b, 2.0, 1e-6)
+    positive_dist = distance_function(input, positive)
+    negative_dist = distance_function(input, negative)
+    if swap:
+        negative_dist = oar.minimum(negative_dist, distance_function(positive, negative))
+    if oar.in_dynamic_mode() and ((positive_dist.numpy() < 0).any() or (negative_dist.numpy() < 0).any()):
+        raise ArgumentError(f"{fn}: distance_function returned a negative distance; distances must be >= 0")
+    return _reduce(_relu(positive_dist - negative_dist + float(margin)), reduction)
+
+
+def multi_margin_loss(input, label, p=1, margin=1.0, weight=None, reduction="mean", name=None) -> Tensor:
+    """The multi-class hinge loss of [N, C] scores: for each sample,
+    ``sum_{i != y} w_y * max(0, margin - x_y + x_i) ** p / C`` (``p`` is 1 or 2). As Paddle, it
+    is computed as the mean over all classes less the target's own term ``w_y * margin ** p / C``,
+    which differs from the sum above for a negative ``margin`` only.
+
+    >>> import oar
+    >>> import oar.nn.functional as F
+    >>> x = oar.to_tensor([[0.1, 0.2, 0.4, 0.8]])
+    >>> round(float(F.multi_margin_loss(x, oar.to_tensor([3]))), 4)
+    0.325
+    """
+    fn = "multi_margin_loss"
+    _check_reduction(fn, reduction)
+    input = _float_input(fn, input)
+    label = _class_labels(fn, label)
+    if input.ndim != 2 or label.size != input.shape[0]:
+        raise ShapeError(f"{fn}: expected an [N, C] input and N labels, got input {fmt_shape(input.shape)} and "
+                         f"label {fmt_shape(label.shape)}")
+    num_classes = input.shape[1]
+    _check_class_range(fn, label, num_classes)
+    label = oar.reshape(label, [-1, 1])
+    margin = float(margin)
+    target_score = oar.take_along_axis(input, label, axis=1)
+    # Paddle's formula: the mean over all classes, less the target class's own term margin ** p / C.
+    terms = oar.pow(_relu(margin - target_score + input), p)
+    if weight is None:
+        return _reduce(oar.mean(terms, axis=1) - margin ** p / num_classes, reduction)
+    weight = _check_class_weight(fn, weight, num_classes, input)
+    sample_weight = oar.gather(weight, oar.reshape(label, [-1]))
+    loss = oar.mean(oar.reshape(sample_weight, [-1, 1]) * terms, axis=1) - sample_weight * (margin ** p / num_classes)
+    return _reduce(loss, reduction)
+
+
+def multi_label_margin_loss(input, label, reduction="mean", name=None) -> Tensor:
+    """The multi-label hinge loss of [N, C] scores: ``label`` row ``n`` lists the target classes
+    of sample ``n``, ending at the first -1; the loss is
+    ``sum_{j target} sum_{i not target} max(0, 1 - (x_j - x_i)) / C``.
+
+    >>> import oar
+    >>> import oar.nn.functional as F
+    >>> x = oar.to_tensor([[0.1, 0.2, 0.4, 0.8]])
+    >>> round(float(F.multi_label_margin_loss(x, oar.to_tensor([[3, 0, -1, 1]]))), 4)
+    0.85
+    """
+    fn = "multi_label_margin_loss"
+    _check_reduction(fn, reduction)
+    input = _float_input(fn, input)
+    label = _class_labels(fn, label)
+    if input.ndim != 2 or tuple(label.shape) != tuple(input.shape):
+        raise ShapeError(f"{fn}: expected an [N, C] input and an [N, C] label, got input {fmt_shape(input.shape)} "
+                         f"and label {fmt_shape(label.shape)}")
+    num_classes = input.shape[1]
+    _check_class_range(fn, label, num_classes, low=-1)
+    # Which label entries count (those before the first -1), and which classes are targets: data, no gradient.
+    ids = label.numpy().astype(np.int64)
+    listed = np.cumprod(ids != -1, axis=1).astype(bool)
+    safe_ids = np.where(listed, ids, 0)
+    is_target = np.zeros(ids.shape, bool)
+    rows = np.broadcast_to(np.arange(ids.shape[0])[:, None], ids.shape)
+    is_target[rows[listed], ids[listed]] = True
+    pair_mask = listed[:, :, None] & ~is_target[:, None, :]  # [N, listed entry, class]
+    target_score = oar.take_along_axis(input, oar.to_tensor(safe_ids), axis=1)
+    margins = 1.0 - oar.unsqueeze(target_score, 2) + oar.unsqueeze(input, 1)
+    kept = _relu(margins) * oar.to_tensor(pair_mask.astype(input.dtype.name))
+    return _reduce(oar.sum(kept, axis=[1, 2]) / num_classes, reduction)
+
+
+def multi_label_soft_margin_loss(input, label, weight=None, reduction="mean", name=None) -> Tensor:
+    """The multi-label logistic loss of [N, C] logits against 0/1 labels, averaged over the
+    classes: ``-mean_c(w * (y log sigmoid(x) + (1 - y) log sigmoid(-x)))``.
+
+    >>> import oar
+    >>> import oar.nn.functional as F
+    >>> round(float(F.multi_label_soft_margin_loss(oar.to_tensor([[0.0, 2.0]]), oar.to_tensor([[1.0, 0.0]]))), 4)
+    1.41
+    """
+    fn = "multi_label_soft_margin_loss"
+    _check_reduction(fn, reduction)
+    input = _float_input(fn, input)
+    label = _tensor(label, fn, "label")
+    _same_shape(fn, "label", label, input)
+    label = label if label.dtype is input.dtype else oar.cast(label, input.dtype)
+    loss = label * _softplus_neg(input) + (1.0 - label) * _softplus_neg(-input)
+    if weight is not None:
+        loss = loss * _elementwise_weight(fn, "weight", weight, input)
+    return _reduce(oar.mean(loss, axis=-1), reduction)
+
+
+def poisson_nll_loss(input, label, log_input=True, full=False, epsilon=1e-08, reduction="mean", name=None) -> Tensor:
+    """The negative log-likelihood of counts ``label`` under a Poisson of rate ``exp(input)``
+    (``log_input``) or ``input``: ``exp(input) - label * input``, or ``input - label *
+    log(input + epsilon)``; ``full`` adds Stirling's term for labels above 1.
+
+    >>> import oar
+    >>> import oar.nn.functional as F
+    >>> round(float(F.poisson_nll_loss(oar.to_tensor([0.0, 1.0]), oar.to_tensor([1.0, 2.0]))), 4)
+    0.8591
+    """
+    fn = "poisson_nll_loss"
+    _check_reduction(fn, reduction)
+    epsilon = float(epsilon)
+    if not epsilon > 0:
+        raise ArgumentError(f"{fn}: epsilon must be positive, got {epsilon}")
+    input = _float_input(fn, input)
+    label = _float_input(fn, label, "label")
+    _same_shape(fn, "label", label, input)
+    label = _as_float_like(fn, "label", label, input)
+    loss = oar.exp(input) - label * input if log_input else input - label * oar.log(input + epsilon)
+    if full:
+        above_one = oar.greater_than(label, 1.0)
+        safe = oar.where(above_one, label, oar.ones_like(label))
+        stirling = safe * oar.log(safe) - safe + 0.5 * oar.log(2.0 * np.pi * safe)
+        loss = loss + oar.where(above_one, stirling, oar.zeros_like(stirling))
+    return _reduce(loss, reduction)
+
+
+def gaussian_nll_loss(input, label, variance, full=False, epsilon=1e-06, reduction="mean", name=None) -> Tensor:
+    """The negative log-likelihood of ``label`` under a Gaussian of mean ``input`` and
+    ``variance`` (clipped below at ``epsilon``): ``0.5 * (log(var) + (input - label) ** 2 / var)``,
+    plus ``0.5 * log(2 pi)`` when ``full``. ``variance`` has the input's shape, or it without (or
+    with 1 as) the last axis: one variance shared along it.
+
+    Unlike Paddle, whose clip runs under ``no_grad`` and so cuts ``variance`` off the graph, the
+    loss is differentiable in ``variance`` (where it is above ``epsilon``), as a learned variance
+    needs.
+
+    >>> import oar
+    >>> import oar.nn.functional as F
+    >>> x, y, var = oar.to_tensor([1.0, 2.0]), oar.to_tensor([0.5, 1.0]), oar.to_tensor([0.5, 2.0])
+    >>> round(float(F.gaussian_nll_loss(x, y, var)), 4)
+    0.25
+    """
+    fn = "gaussian_nll_loss"
+    _check_reduction(fn, reduction)
+    input = _float_input(fn, input)
+    label = _float_input(fn, label, "label")
+    variance = _float_input(fn, variance, "variance")
+    _check_broadcasts_to(fn, "label", label, input.shape)
+    label = _as_float_like(fn, "label", label, input)
+    variance = _as_float_like(fn, "variance", variance, input)
+    if tuple(variance.shape) != tuple(input.shape):
+        if tuple(variance.shape) == tuple(input.shape[:-1]):
+            variance = oar.unsqueeze(variance, -1)
+        elif not (variance.ndim == input.ndim and variance.shape[:-1] == input.shape[:-1] and variance.shape[-1] == 1):
+            raise ShapeError(f"{fn}: variance shape {fmt_shape(variance.shape)} must be the input shape "
+                             f"{fmt_shape(input.shape)}, or it without (or with 1 as) the last axis")
+    if oar.in_dynamic_mode() and (variance.numpy() < 0).any():
+        raise ArgumentError(f"{fn}: variance has negative entries")
+    variance = oar.clip(variance, min=float(epsilon))
+    loss = 0.5 * (oar.log(variance) + oar.square(input - label) / variance)
+    if full:
+        loss = loss + 0.5 * float(np.log(2.0 * np.pi))
+    return _reduce(loss, reduction)
+
+
+# ------------------------------------------------------------------------------------------
+# hierarchical and adaptive softmax losses
+# ------------------------------------------------------------------------------------------
+def _default_tree_paths(label: np.ndarray, num_classes: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The node indices, branch bits and validity of every class's path in Paddle's default tree:
+    a complete binary tree over ``num_classes`` leaves, where class ``c`` has code ``c +
+    num_classes`` and its ``j``-th step goes through node ``(code >> (j + 1)) - 1`` to the side
+    of bit ``j``."""
+    code = label.astype(np.int64).reshape(-1) + num_classes
+    depth = int(np.floor(np.log2(2 * num_classes - 1)))  # the longest path
+    steps = np.arange(depth)
+    length = np.floor(np.log2(code)).astype(np.int64)  # the bits below the leading one
+    valid = steps[None, :] < length[:, None]
+    nodes = np.where(valid, (code[:, None] >> (steps[None, :] + 1)) - 1, 0)
+    bits = (code[:, None] >> steps[None, :]) & 1
+    return nodes, np.where(valid, bits, 0), valid
+
+
+def hsigmoid_loss(input, label, num_classes, weight, bias=None, path_table=None, path_code=None, is_sparse=False,
+                  name=None) -> Tensor:
+    """The hierarchical sigmoid loss: each class is a leaf of a binary tree and its loss is the
+    sum over the nodes on its path of a logistic loss, ``softplus(z) - bit * z`` with ``z =
+    clip(x . weight[node] + bias[node], -40, 40)``. Without ``path_table`` the tree is Paddle's
+    default complete binary tree; with it, ``path_table[n]`` lists sample ``n``'s nodes (ending
+    at the first negative entry) and ``path_code[n]`` their bits. Returns [N, 1].
+
+    ``is_sparse`` (sparse gradients) has no effect: the gradient of ``weight`` is dense.
+
+    Unlike Paddle, a path shorter than the longest adds nothing for its missing steps: Paddle's
+    kernel adds ``softplus(0) = log 2`` per missing step, so its loss is larger by ``log 2``
+    times the number of missing steps (the gradients agree).
+
+    >>> import oar
+    >>> import oar.nn.functional as F
+    >>> x, w = oar.ones([2, 3]), oar.zeros([3, 3])  # 4 classes, 3 inner nodes
+    >>> [round(v, 4) for v in F.hsigmoid_loss(x, oar.to_tensor([0, 3]), 4, w).flatten().tolist()]
+    [1.3863, 1.3863]
+    """
+    fn = "hsigmoid_loss"
+    input = _float_input(fn, input)
+    label = _class_labels(fn, label)
+    weight = _float_input(fn, weight, "weight")
+    if input.ndim != 2 or label.size != input.shape[0]:
+        raise ShapeError(f"{fn}: expected an [N, D] input and N labels, got input {fmt_shape(input.shape)} and "
+                         f"label {fmt_shape(label.shape)}")
+    if (path_table is None) != (path_code is None):
+        raise ArgumentError(f"{fn}: path_table and path_code go together: pass both (a custom tree) or neither")
+    num_classes = int(num_classes)
+    if path_table is None:
+        if num_classes < 2:
+            raise ArgumentError(f"{fn}: num_classes must be at least 2, got {num_classes}")
+        _check_class_range(fn, label, num_classes)
+        nodes, bits, valid = _default_tree_paths(label.numpy(), num_classes)
+        expected_nodes = num_classes - 1
+    else:
+        table = _class_labels(fn, path_table, "path_table").numpy().astype(np.int64)
+        codes = _class_labels(fn, path_code, "path_code").numpy().astype(np.int64)
+        if table.shape != codes.shape or table.ndim != 2 or table.shape[0] != input.shape[0]:
+            raise ShapeError(f"{fn}: path_table and path_code must both be [N, max_path_length] with N = "
+                             f"{input.shape[0]}, got {fmt_shape(table.shape)} and {fmt_shape(codes.shape)}")
+        valid = np.cumprod(table >= 0, axis=1).astype(bool)
+        nodes, bits = np.where(valid, table, 0), np.where(valid, codes, 0)
+        expected_nodes = weight.shape[0]
+    if weight.ndim != 2 or weight.shape[1] != input.shape[1] or weight.shape[0] < expected_nodes:
+        raise ShapeError(f"{fn}: weight must be [num_nodes, {input.shape[1]}] with num_nodes >= {expected_nodes}, "
+                         f"got {fmt_shape(weight.shape)}")
+    weight = _as_float_like(fn, "weight", weight, input)
+    node_ids = oar.to_tensor(nodes)
+    node_weight = oar.reshape(oar.gather(weight, oar.reshape(node_ids, [-1])), list(nodes.shape) + [input.shape[1]])
+    z = oar.sum(node_weight * oar.unsqueeze(input, 1), axis=2)
+    if bias is not None:
+        bias = _as_float_like(fn, "bias", _float_input(fn, bias, "bias"), input)
+        z = z + oar.reshape(oar.gather(oar.reshape(bias, [-1]), oar.reshape(node_ids, [-1])), list(nodes.shape))
+    z = oar.clip(z, -40.0, 40.0)
+    step_loss = _softplus_neg(-z) - oar.to_tensor(bits.astype(input.dtype.name)) * z
+    return oar.sum(step_loss * oar.to_tensor(valid.astype(input.dtype.name)), axis=1, keepdim=True)
+
+
+def adaptive_log_softmax_with_loss(input, label, head_weight, tail_weights, cutoffs, head_bias=None,
+                                   name=None) -> tuple[Tensor, Tensor]:
+    """The adaptive softmax (Grave et al., 2017): frequent classes (below ``cutoffs[0]``) are
+    scored by the head, and each rarer cluster ``i`` by a head entry times a softmax over the
+    cluster from ``tail_weights[i] = [projection, output]`` (weights stored [in, out], as
+    ``linear``'s). Returns the log-probability of each label and the mean negative of them.
+
+    >>> import oar
+    >>> import oar.nn.functional as F
+    >>> x = oar.ones([2, 4])
+    >>> head = oar.zeros([4, 3])  # 2 frequent classes + 1 cluster
+    >>> tails = [[oar.zeros([4, 2]), oar.zeros([2, 2])]]  # the cluster holds classes 2 and 3
+    >>> out, loss = F.adaptive_log_softmax_with_loss(x, oar.to_tensor([0, 3]), head, tails, [2, 4])
+    >>> [round(v, 4) for v in out.tolist()], round(float(loss), 4)
+    ([-1.0986, -1.7918], 1.4452)
+    """
+    fn = "adaptive_log_softmax_with_loss"
+    input = _float_input(fn, input)
+    label = _class_labels(fn, label)
+    batched = label.ndim == 1
+    if label.ndim > 1 or input.ndim != label.ndim + 1 or (batched and input.shape[0] != label.shape[0]):
+        raise ShapeError(f"{fn}: expected an [N, D] input with [N] labels (or [D] with a 0-d label), got input "
+                         f"{fmt_shape(input.shape)} and label {fmt_shape(label.shape)}")
+    if not batched:
+        input, label = oar.unsqueeze(input, 0), oar.unsqueeze(label, 0)
+    cutoffs = [int(c) for c in cutoffs]
+    if len(tail_weights) != len(cutoffs) - 1:
+        raise ArgumentError(f"{fn}: {len(cutoffs)} cutoffs need {len(cutoffs) - 1} tail weight pairs, got "
+                            f"{len(tail_weights)}")
+    _check_class_range(fn, label, cutoffs[-1])
+    ids = label.numpy().astype(np.int64)
+    head_logprob = oar.nn.functional.log_softmax(oar.nn.functional.linear(input, head_weight, head_bias), axis=1)
+    # Each row reads the head at its own class if frequent, else at its cluster's entry.
+    cluster = np.searchsorted(np.asarray(cutoffs), ids, side="right")  # 0 for the head
+    head_column = np.where(cluster == 0, ids, cutoffs[0] + cluster - 1)
+    output = oar.squeeze(oar.take_along_axis(head_logprob, oar.to_tensor(head_column[:, None]), axis=1), 1)
+    for i, (projection, out_weight) in enumerate(tail_weights, start=1):
+        rows = np.nonzero(cluster == i)[0]
+        if rows.size == 0:
+            continue
+        subset = oar.index_select(input, oar.to_tensor(rows), axis=0)
+        cluster_logprob = oar.nn.functional.log_softmax(
+            oar.nn.functional.linear(oar.nn.functional.linear(subset, projection), out_weight), axis=1)
+        local = oar.take_along_axis(cluster_logprob, oar.to_tensor((ids[rows] - cutoffs[i - 1])[:, None]), axis=1)
+        output = output + oar.scatter(oar.zeros_like(output), oar.to_tensor(rows), oar.squeeze(local, 1))
+    loss = oar.mean(-output)
+    return (output if batched else oar.squeeze(output, 0)), loss
+
+
+# ------------------------------------------------------------------------------------------
+# rnnt_loss: warprnnt
+# ------------------------------------------------------------------------------------------
+def _check_rnnt_data(input, labels, input_lengths, label_lengths, blank):
+    fn = "rnnt_loss"
+    _, max_time, max_states, num_classes = input.shape
+    if not 0 <= blank < num_classes:
+        raise ArgumentError(f"{fn}: blank={blank} is out of range [0, {num_classes}) for {num_classes} classes")
+    if input_lengths.size and (input_lengths.min() < 1 or input_lengths.max() > max_time):
+        raise ArgumentError(f"{fn}: input_lengths must be in [1, {max_time}] (axis 1 of input), got "
+                            f"{input_lengths.tolist()}")
+    if label_lengths.size and (label_lengths.min() < 0 or label_lengths.max() > min(labels.shape[1], max_states - 1)):
+        raise ArgumentError(f"{fn}: label_lengths must be in [0, {min(labels.shape[1], max_states - 1)}] (the width "
+                            f"of label, and axis 2 of input less 1), got {label_lengths.tolist()}")
+    used = np.arange(labels.shape[1])[None, :] < label_lengths[:, None]
+    bad = used & ((labels < 0) | (labels >= num_classes) | (labels == blank))
+    if bad.any():
+        b, i = (int(v[0]) for v in np.nonzero(bad))
+        raise ArgumentError(f"{fn}: label[{b}, {i}] = {int(labels[b, i])} is not a class in [0, {num_classes}) "
+                            f"other than blank={blank}")
+
+
+def _warprnnt_kernel(input, label, input_lengths, label_lengths, blank=0, fastemit_lambda=0.001):
+    """The RNN-T loss of each sequence and its gradient with respect to ``input`` (log-probabilities
+    [B, T, U + 1, V], used as given, as Paddle's CPU kernel), by the forward-backward recursion over
+    the (time, emitted labels) lattice. FastEmit scales the gradient of label emissions by
+    ``1 + fastemit_lambda`` and leaves the loss as it is (warp-transducer's rule)."""
+    labels = label.astype(np.int64)
+    in_len, lab_len = input_lengths.astype(np.int64), label_lengths.astype(np.int64)
+    _check_rnnt_data(input, labels, in_len, lab_len, blank)
+    batch, max_time, max_states, _ = input.shape
+    log_prob = input.astype(np.float64)
+    rows = np.arange(batch)
+    blank_lp = log_prob[..., blank]  # [B, T, U + 1]: stay at u, move to t + 1
+    next_label = np.zeros((batch, max_states), np.int64)
+    width = min(labels.shape[1], max_states - 1)
+    next_label[:, :width] = np.maximum(labels[:, :width], 0)
+    emit_lp = np.take_along_axis(log_prob, next_label[:, None, :, None], axis=3)[..., 0]  # move to u + 1
+    neg = -np.inf
+    alpha = np.full((batch, max_time, max_states), neg)
+    for t in range(max_time):
+        for u in range(max_states):
+            if t == 0 and u == 0:
+                alpha[:, 0, 0] = 0.0
+                continue
+            from_time = alpha[:, t - 1, u] + blank_lp[:, t - 1, u] if t > 0 else np.full(batch, neg)
+            from_label = alpha[:, t, u - 1] + emit_lp[:, t, u - 1] if u > 0 else np.full(batch, neg)
+            alpha[:, t, u] = np.logaddexp(from_time, from_label)
+    last_t, last_u = in_len - 1, lab_len
+    log_likelihood = alpha[rows, last_t, last_u] + blank_lp[rows, last_t, last_u]
+    beta = np.full((batch, max_time + 1, max_states + 1), neg)  # padded by one step each way
+    inside = (np.arange(max_time)[None, :, None] < in_len[:, None, None]) & \
+             (np.arange(max_states)[None, None, :] <= lab_len[:, None, None])
+    for t in range(max_time - 1, -1, -1):
+        for u in range(max_states - 1, -1, -1):
+            # the final node (T - 1, U) ends by its blank: nothing follows it
+            after_blank = np.where((t == last_t) & (u == last_u), 0.0, beta[:, t + 1, u])
+            by_label = np.where(u < lab_len, beta[:, t, u + 1] + emit_lp[:, t, u], neg)
+            step = np.logaddexp(after_blank + blank_lp[:, t, u], by_label)
+            beta[:, t, u] = np.where(inside[:, t, u], step, neg)
+    ll = log_likelihood[:, None, None]
+    after_blank = beta[:, 1:, :-1].copy()
+    after_blank[rows, last_t, last_u] = 0.0
+    with np.errstate(invalid="ignore", over="ignore"):
+        blank_grad = -np.exp(alpha + after_blank + blank_lp - ll)
+        emit_grad = -np.exp(alpha + beta[:, :-1, 1:] + emit_lp - ll) * (1.0 + fastemit_lambda)
+    blank_grad = np.where(inside & np.isfinite(blank_grad), blank_grad, 0.0)
+    emit_ok = inside & (np.arange(max_states)[None, None, :] < lab_len[:, None, None])
+    emit_grad = np.where(emit_ok & np.isfinite(emit_grad), emit_grad, 0.0)
+    grad = np.zeros_like(log_prob)
+    grad[..., blank] += blank_grad
+    b_idx, t_idx, u_idx = np.meshgrid(rows, np.arange(max_time), np.arange(max_states), indexing="ij")
+    np.add.at(grad, (b_idx, t_idx, u_idx, np.broadcast_to(next_label[:, None, :], emit_grad.shape)), emit_grad)
+    feasible = np.isfinite(log_likelihood)
+    grad = np.where(feasible[:, None, None, None], grad, 0.0)
+    return (-log_likelihood).astype(input.dtype), grad.astype(input.dtype)
+
+
+def _warprnnt_meta(input, label, input_lengths, label_lengths, blank=0, fastemit_lambda=0.001):
+    fn = "rnnt_loss"
+    if len(input.shape) != 4 or not input.dtype.is_floating:
+        raise ShapeError(f"{fn}: input must be a floating [batch, max_time, max_label_length + 1, classes] tensor, "
+                         f"got {input.dtype.name}{fmt_shape(input.shape)}")
+    batch = input.shape[0]
+    for name, m, rank in (("label", label, 2), ("input_lengths", input_lengths, 1),
+                          ("label_lengths", label_lengths, 1)):
+        if not m.dtype.is_integer:
+            raise DTypeError(f"{fn}: {name} must be an integer tensor, got {m.dtype.name}")
+        if len(m.shape) != rank or not _shapes_match(m.shape[:1], (batch,)):
+            expected = "[batch, max_label_length]" if rank == 2 else "[batch]"
+            raise ShapeError(f"{fn}: {name} must have shape {expected} with batch={batch}, got {fmt_shape(m.shape)}")
+    return TensorMeta((batch,), input.dtype), TensorMeta(input.shape, input.dtype)
+
+
+warprnnt_op = LossOp("warprnnt", paddle=("nn.functional.rnnt_loss",), reference=_warprnnt_kernel, meta=_warprnnt_meta,
+                     amp=AMP_FP32, dtypes=_KERNEL_DTYPES, num_outputs=2, nondiff_inputs=(1, 2, 3))
+
+
+@warprnnt_op.defgrad
+def _warprnnt_grad(ctx, g_loss, g_grad):
+    if oar.is_grad_enabled():  # create_graph=True: the saved gradient is not a function of oar ops
+        raise GradientError("rnnt_loss: second-order gradients are not supported (its gradient comes from the "
+                            "forward-backward recursion, like Paddle's warprnnt); differentiate it once only")
+    if g_loss is None:
+        return None, None, None, None
+    return ctx.output(1) * oar.reshape(g_loss, [-1, 1, 1, 1]), None, None, None
+
+
+def rnnt_loss(input, label, input_lengths, label_lengths, blank=0, fastemit_lambda=0.001, reduction="mean",
+              name=None) -> Tensor:
+    """The RNN transducer loss (Graves, 2012) of ``input`` ([batch, max_time, max_label_length + 1,
+    classes] log-probabilities of the joint network) against ``label`` ([batch, max_label_length]):
+    the negative log of the summed probability of every alignment, by the forward-backward
+    recursion. ``fastemit_lambda`` (FastEmit, Yu et al., 2021) scales the gradient of label
+    emissions by ``1 + fastemit_lambda``; the loss value is unchanged. ``'mean'`` divides the
+    sum by the batch size.
+
+    As Paddle's CPU kernel, ``input`` is used as given (apply ``log_softmax`` first); a
+    sequence whose lattice has no path has an infinite loss and a zero gradient.
+
+    >>> import oar
+    >>> import oar.nn.functional as F
+    >>> log_probs = F.log_softmax(oar.zeros([1, 2, 2, 2]), axis=-1)  # uniform over {blank, 'a'}
+    >>> loss = F.rnnt_loss(log_probs, oar.to_tensor([[1]], dtype="int32"), oar.to_tensor([2], dtype="int32"),
+    ...                    oar.to_tensor([1], dtype="int32"), reduction="none")
+    >>> round(float(loss[0]), 4)  # 2 alignments of probability 1/8
+    1.3863
+    """
+    fn = "rnnt_loss"
+    _check_reduction(fn, reduction)
+    input = _float_input(fn, input)
+    inputs = [input] + [_tensor(t, fn, n) for t, n in ((label, "label"), (input_lengths, "input_lengths"),
+                                                       (label_lengths, "label_lengths"))]
+    _warprnnt_meta(*[TensorMeta(tuple(t.shape), t.dtype) for t in inputs])
+    loss, _ = dispatch(warprnnt_op, tuple(inputs), {"blank": int(blank), "fastemit_lambda": float(fastemit_lambda)})
+    return _reduce(loss, reduction) if reduction != "mean" else oar.sum(loss) / float(max(input.shape[0], 1))
+
+
 OPS: list = [
     softmax_with_cross_entropy_op, softmax_with_cross_entropy_grad_op, nll_loss_op, bce_loss_op,
-    sigmoid_cross_entropy_with_logits_op, warpctc_op,
+    sigmoid_cross_entropy_with_logits_op, warpctc_op, warprnnt_op,
 ]
 __all__: list[str] = [
     "cross_entropy", "softmax_with_cross_entropy", "nll_loss", "binary_cross_entropy",
     "binary_cross_entropy_with_logits", "mse_loss", "l1_loss", "smooth_l1_loss", "kl_div",
-    "margin_ranking_loss", "ctc_loss",
+    "margin_ranking_loss", "ctc_loss", "square_error_cost", "log_loss", "dice_loss", "npair_loss",
+    "sigmoid_focal_loss", "soft_margin_loss", "hinge_embedding_loss", "cosine_embedding_loss", "triplet_margin_loss",
+    "triplet_margin_with_distance_loss", "multi_margin_loss", "multi_label_margin_loss",
+    "multi_label_soft_margin_loss", "poisson_nll_loss", "gaussian_nll_loss", "hsigmoid_loss",
+    "adaptive_log_softmax_with_loss", "rnnt_loss",
 ]

@@ -1,5 +1,5 @@
 """Normalisation functions of oar.nn.functional: batch_norm, layer_norm, group_norm,
-instance_norm, rms_norm, normalize.
+instance_norm, rms_norm, normalize, local_response_norm.
 
 Batch and layer normalisation are fused ops in both directions: ``batch_norm`` (batch
 statistics), ``batch_norm_infer`` (given statistics), ``layer_norm``, and their backward ops
@@ -8,7 +8,8 @@ computed (mean and biased variance), which ``batch_norm`` uses to update the run
 and which the backward ops read instead of recomputing. The backward ops take the statistics as
 inputs, so their own gradient rules (written with oar ops, below) are plain partial derivatives;
 autograd adds the paths through the statistics back to ``x``. Group and instance normalisation
-reshape onto ``layer_norm``; RMS normalisation and ``normalize`` compose core ops.
+reshape onto ``layer_norm``; RMS normalisation and ``normalize`` compose core ops, and local
+response normalisation an average pooling across channels.
 
 Paddle's conventions: the running statistics are updated in place as
 ``running = momentum * running + (1 - momentum) * batch`` with ``momentum=0.9``, from the biased
@@ -29,6 +30,7 @@ import numpy as np
 import oar
 from oar.errors import ArgumentError, DTypeError, ShapeError
 from oar.nn.functional.activation import check_float
+from oar.nn.functional.pooling import avg_pool2d
 from oar.ops import AMP_FP32, Op, Tensor, TensorMeta, as_tensor, axis_not_batch, dispatch, fmt_shape, reshape_to
 
 FLOATS = (oar.float32, oar.float64)  # float16 and bfloat16 compute in float32
@@ -556,10 +558,10 @@ def instance_norm(x, running_mean=None, running_var=None, weight=None, bias=None
 # ------------------------------------------------------------------------------------------
 # rms_norm, normalize: compositions of core ops
 # ------------------------------------------------------------------------------------------
-def rms_norm(x, normalized_shape, weight=None, epsilon: float = 1e-05, name=None, *, eps=None) -> Tensor:
+def rms_norm(input, normalized_shape, weight=None, eps: float = 1e-05, name=None, *, epsilon=None) -> Tensor:
     """Root-mean-square normalisation over the trailing ``normalized_shape`` dimensions:
-    ``x / sqrt(mean(x^2) + epsilon) * weight`` (no centring, no bias). ``eps`` is an alias of
-    ``epsilon``.
+    ``input / sqrt(mean(input^2) + eps) * weight`` (no centring, no bias); Paddle 3.3's names,
+    with ``epsilon`` kept as an alias of ``eps``.
 
     >>> import oar
     >>> y = oar.nn.functional.rms_norm(oar.to_tensor([[3.0, 4.0]]), 2, epsilon=0.0)
@@ -567,10 +569,10 @@ def rms_norm(x, normalized_shape, weight=None, epsilon: float = 1e-05, name=None
     [0.8485, 1.1314]
     """
     fn = "rms_norm"
-    x = as_tensor(x, "x", fn)
+    x = as_tensor(input, "input", fn)
     check_float(fn, x)
     shape = _normalized_shape(fn, normalized_shape, x)
-    epsilon = float(eps if eps is not None else epsilon)
+    epsilon = float(epsilon if epsilon is not None else eps)
     axes = list(range(x.ndim - len(shape), x.ndim))
     y = x * oar.rsqrt(oar.mean(x * x, axis=axes, keepdim=True) + epsilon)
     if weight is not None:
@@ -583,8 +585,8 @@ def rms_norm(x, normalized_shape, weight=None, epsilon: float = 1e-05, name=None
     return y
 
 
-def normalize(x, p: float = 2, axis: int = 1, epsilon: float = 1e-12, name=None) -> Tensor:
-    """``x / max(||x||_p, epsilon)`` along ``axis``.
+def normalize(x, p: float = 2, axis: int = 1, epsilon: float = 1e-12, out=None, name=None) -> Tensor:
+    """``x / max(||x||_p, epsilon)`` along ``axis`` (written into ``out`` too when given).
 
     >>> import oar
     >>> oar.nn.functional.normalize(oar.to_tensor([[3.0, 4.0]])).tolist()
@@ -593,7 +595,12 @@ def normalize(x, p: float = 2, axis: int = 1, epsilon: float = 1e-12, name=None)
     x = as_tensor(x, "x", "normalize")
     check_float("normalize", x)
     norm = oar.norm(x, p=float(p), axis=axis, keepdim=True)
-    return x / oar.maximum(norm, float(epsilon))
+    result = x / oar.maximum(norm, float(epsilon))
+    if out is None:
+        return result
+    if not isinstance(out, Tensor):
+        raise ArgumentError(f"normalize: out must be a Tensor, got {type(out).__name__}")
+    return oar.assign(result, output=out)
 
 
 # -- group_norm's ops -----------------------------------------------------------------------------
@@ -671,4 +678,38 @@ def _group_norm_grad_rule(ctx, cx, cw, cb):
 
 OPS = [layer_norm_op, layer_norm_grad_op, batch_norm_op, batch_norm_grad_op, batch_norm_infer_op, group_norm_op,
        group_norm_grad_op]
-__all__ = ["batch_norm", "layer_norm", "group_norm", "instance_norm", "rms_norm", "normalize"]
+_LRN_FORMATS = ("NCL", "NCHW", "NCDHW", "NLC", "NHWC", "NDHWC")
+
+
+def local_response_norm(x, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0,
+                        data_format: str = "NCHW", name=None) -> Tensor:
+    """Local response normalisation across channels (AlexNet's):
+    ``x / (k + alpha * mean of x^2 over size neighbouring channels) ** beta``, the window
+    ``[c - size // 2, c + (size - 1) // 2]`` zero-padded at the ends (the mean still divides by ``size``).
+
+    >>> import oar
+    >>> x = oar.to_tensor([[[2.0], [0.0]]])
+    >>> round(oar.nn.functional.local_response_norm(x, size=2, alpha=1.0, beta=1.0, k=0.0, data_format="NCL")[0, 0, 0].item(), 4)
+    1.0
+    """
+    fn = "local_response_norm"
+    x = as_tensor(x, "x", fn)
+    if not x.dtype.is_floating:
+        raise DTypeError(f"{fn}: x must be a floating tensor, got {x.dtype.name}")
+    if data_format not in _LRN_FORMATS:
+        raise ArgumentError(f"{fn}: data_format must be one of {list(_LRN_FORMATS)}, got {data_format!r}")
+    if x.ndim < 3:
+        raise ShapeError(f"{fn}: x must have 3 or more dims (a batch, channels and spatial dims), got shape {x.shape}")
+    if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1:
+        raise ArgumentError(f"{fn}: size must be a positive int, got {size!r}")
+    last = data_format[-1] == "C"
+    xc = oar.moveaxis(x, -1, 1) if last else x
+    shape = xc.shape
+    # the mean of x^2 over the channel window: a (size x 1) average pooling of [N, 1, C, rest]
+    squares = oar.reshape(xc * xc, [shape[0], 1, shape[1], -1])
+    window = avg_pool2d(squares, (size, 1), stride=1, padding=[size // 2, (size - 1) // 2, 0, 0], exclusive=False)
+    out = xc / (oar.reshape(window, shape) * float(alpha) + float(k)) ** float(beta)
+    return oar.moveaxis(out, 1, -1) if last else out
+
+
+__all__ = ["batch_norm", "layer_norm", "group_norm", "instance_norm", "rms_norm", "normalize", "local_response_norm"]

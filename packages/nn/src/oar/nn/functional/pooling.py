@@ -1,4 +1,5 @@
-"""Pooling of oar.nn.functional: max/avg pooling (1-d, 2-d) and adaptive pooling, Paddle's API.
+"""Pooling of oar.nn.functional: max/avg pooling and adaptive pooling (1-d, 2-d, 3-d), lp pooling,
+max unpooling and fractional max pooling, Paddle's API.
 
 The ops are N-d and channel-first (``[N, C, *spatial]``); channel-last inputs are transposed
 around them. Every gradient is an op with its own gradient rule, so pooling differentiates to
@@ -15,6 +16,13 @@ any order:
 Kernels loop over the kernel offsets (never over pixels): each offset is one strided view of the
 padded input. Adaptive windows (Paddle's ``floor(i * in / out)`` to ``ceil((i + 1) * in / out)``)
 are one averaging matrix per dim, or a gather of the largest window for the maximum.
+
+The rest compose ops: ``lp_pool`` is ``avg_pool`` of ``x ** p`` times the window sizes, to the
+``1 / p``; ``max_unpool`` is a ``put_along_axis`` (assign: where two windows chose one position
+the later value stays, and both get a gradient, as in Paddle); ``fractional_max_pool`` gathers
+Paddle's pseudo-random windows and takes the first maximum of each. Differences from Paddle:
+with ``random_u=None`` fractional pooling draws ``u`` from oar's generator (``oar.seed``), so
+the windows differ from Paddle's draw; the windows for a given ``u`` are Paddle's.
 """
 
 from __future__ import annotations
@@ -514,7 +522,265 @@ def adaptive_max_pool2d(x, output_size, return_mask=False, name=None):
     return _adaptive_max_nd("adaptive_max_pool2d", 2, x, output_size, return_mask)
 
 
+def max_pool3d(x, kernel_size, stride=None, padding=0, return_mask=False, ceil_mode=False, data_format="NCDHW",
+               name=None):
+    """Max pooling over ``x`` [N, C, D, H, W] (or NDHWC); ``stride`` defaults to ``kernel_size``.
+    With ``return_mask=True`` (NCDHW only) it also returns the int32 index ``(d * H + h) * W + w``
+    of each maximum.
+
+    >>> import oar
+    >>> x = oar.arange(64, dtype="float32").reshape([1, 1, 4, 4, 4])
+    >>> oar.nn.functional.max_pool3d(x, kernel_size=2)[0, 0, 0].tolist()
+    [[21.0, 23.0], [29.0, 31.0]]
+    """
+    return _max_pool_nd("max_pool3d", 3, x, kernel_size, stride, padding, return_mask, ceil_mode, data_format)
+
+
+def avg_pool3d(x, kernel_size, stride=None, padding=0, ceil_mode=False, exclusive=True, divisor_override=None,
+               data_format="NCDHW", name=None):
+    """Average pooling over ``x`` [N, C, D, H, W] (or NDHWC), with Paddle's ``exclusive`` and
+    ``divisor_override`` (the average times ``kd * kh * kw / divisor_override``).
+
+    >>> import oar
+    >>> x = oar.arange(8, dtype="float32").reshape([1, 1, 2, 2, 2])
+    >>> oar.nn.functional.avg_pool3d(x, kernel_size=2).tolist()
+    [[[[[3.5]]]]]
+    """
+    return _avg_pool_nd("avg_pool3d", 3, x, kernel_size, stride, padding, ceil_mode, exclusive, divisor_override,
+                        data_format)
+
+
+def adaptive_avg_pool3d(x, output_size, data_format="NCDHW", name=None):
+    """Average pooling of ``x`` [N, C, D, H, W] (or NDHWC) into an ``output_size`` grid of
+    adaptive windows; ``None`` in ``output_size`` keeps that input size.
+
+    >>> import oar
+    >>> oar.nn.functional.adaptive_avg_pool3d(oar.ones([2, 3, 5, 7, 4]), output_size=[2, 3, None]).shape
+    [2, 3, 2, 3, 4]
+    """
+    return _adaptive_avg_nd("adaptive_avg_pool3d", 3, x, output_size, data_format)
+
+
+def adaptive_max_pool3d(x, output_size, return_mask=False, name=None):
+    """Max pooling of ``x`` [N, C, D, H, W] into an ``output_size`` grid of adaptive windows (and
+    the int32 flat indices of the maxima in each ``[D, H, W]`` volume with ``return_mask=True``).
+
+    >>> import oar
+    >>> x = oar.arange(27, dtype="float32").reshape([1, 1, 3, 3, 3])
+    >>> oar.nn.functional.adaptive_max_pool3d(x, 1).tolist()
+    [[[[[26.0]]]]]
+    """
+    return _adaptive_max_nd("adaptive_max_pool3d", 3, x, output_size, return_mask)
+
+
+# -- composed pools: lp pooling, unpooling, fractional max pooling ------------------------------
+def _lp_pool_nd(fn, nd, x, norm_type, kernel_size, stride, padding, ceil_mode, data_format):
+    x, last = _input(fn, x, nd, data_format)
+    if isinstance(norm_type, bool) or not isinstance(norm_type, (int, float)) or norm_type == 0:
+        raise ArgumentError(f"{fn}: norm_type must be a non-zero number (or inf), got {norm_type!r}")
+    attrs = _window_args(fn, nd, x, kernel_size, stride, padding, ceil_mode, last)
+    x = to_channel_first(x, nd) if last else x
+    if norm_type == float("inf"):
+        out = dispatch(max_pool_op, (x,), attrs)[0]
+    else:
+        # Paddle sums x ** p over the input elements of each window (the padding adds nothing) and
+        # takes the 1/p-th power; a negative sum with an odd p is NaN, as in Paddle
+        mean = dispatch(avg_pool_op, (x ** float(norm_type),), {**attrs, "exclusive": True})
+        out_sizes = mean.shape[2:]
+        counts = _window_counts(x.shape[2:], attrs["kernel_size"], attrs["stride"], attrs["padding"], out_sizes,
+                                True, np.float64)
+        out = (mean * oar.to_tensor(counts, dtype=x.dtype)) ** (1.0 / float(norm_type))
+    return to_channel_last(out, nd) if last else out
+
+
+def lp_pool1d(x, norm_type, kernel_size, stride=None, padding=0, ceil_mode=False, data_format="NCL", name=None):
+    """Power-average pooling over ``x`` [N, C, L] (or NLC): ``(sum of x ** p over each window) ** (1 / p)``
+    with ``p = norm_type``; ``norm_type=inf`` is max pooling.
+
+    >>> import oar
+    >>> x = oar.to_tensor([[[3., 4, 1, 1]]])
+    >>> oar.nn.functional.lp_pool1d(x, 2, kernel_size=2).tolist()
+    [[[5.0, 1.4142135381698608]]]
+    """
+    return _lp_pool_nd("lp_pool1d", 1, x, norm_type, kernel_size, stride, padding, ceil_mode, data_format)
+
+
+def lp_pool2d(x, norm_type, kernel_size, stride=None, padding=0, ceil_mode=False, data_format="NCHW", name=None):
+    """Power-average pooling over ``x`` [N, C, H, W] (or NHWC): ``(sum of x ** p over each window) ** (1 / p)``
+    with ``p = norm_type``; ``norm_type=inf`` is max pooling.
+
+    >>> import oar
+    >>> oar.nn.functional.lp_pool2d(oar.ones([1, 1, 4, 4]), 2, kernel_size=2).tolist()
+    [[[[2.0, 2.0], [2.0, 2.0]]]]
+    """
+    return _lp_pool_nd("lp_pool2d", 2, x, norm_type, kernel_size, stride, padding, ceil_mode, data_format)
+
+
+def _unpool_size(fn, nd, in_sizes, kernel, stride, pads, output_size) -> list[int]:
+    """Paddle's default ``(in - 1) * stride - before - after + kernel``, or ``output_size`` (its
+    spatial entries, or all of them) when it lies within one stride of that."""
+    default = [(n - 1) * s - pads[2 * i] - pads[2 * i + 1] + k
+               for i, (n, k, s) in enumerate(zip(in_sizes, kernel, stride))]
+    if output_size is None:
+        return default
+    sizes = output_size.tolist() if isinstance(output_size, Tensor) else list(output_size)
+    sizes = sizes[-nd:] if len(sizes) == nd + 2 else sizes
+    sizes = int_list(fn, "output_size", sizes, nd, minimum=1)
+    for i, (size, low, s) in enumerate(zip(sizes, default, stride)):
+        if not low - s < size < low + s:
+            raise ArgumentError(f"{fn}: output_size {sizes} must be within one stride of {default} in dim {i}")
+    return sizes
+
+
+def _max_unpool_nd(fn, nd, x, indices, kernel_size, stride, padding, data_format, output_size):
+    if data_format != CHANNEL_FIRST[nd]:
+        raise ArgumentError(f"{fn}: data_format must be {CHANNEL_FIRST[nd]!r}, got {data_format!r}")
+    x, _ = _input(fn, x, nd, data_format)
+    indices = as_tensor(indices, "indices", fn)
+    if indices.dtype not in (oar.int32, oar.int64) or indices.shape != x.shape:
+        raise ShapeError(f"{fn}: indices must be an int32 or int64 tensor of x's shape {x.shape}, got "
+                         f"{indices.dtype.name}{indices.shape}")
+    kernel = int_list(fn, "kernel_size", kernel_size, nd, minimum=1)
+    stride = kernel if stride is None else int_list(fn, "stride", stride, nd, minimum=1)
+    _, pads = parse_padding(fn, padding, nd, False)
+    sizes = _unpool_size(fn, nd, x.shape[2:], kernel, stride, pads, output_size)
+    positions = int(np.prod(sizes))
+    # reading the indices would stop to_static capturing the call: traced, put_along_axis checks them
+    if oar.in_dynamic_mode() and x.size and (int(indices.min()) < 0 or int(indices.max()) >= positions):
+        raise ArgumentError(f"{fn}: indices must lie in [0, {positions}) for the output size {sizes}")
+    planes = x.shape[:2]
+    flat = reshape(x, [*planes, int(np.prod(x.shape[2:]))])
+    canvas = oar.zeros([*planes, positions], dtype=x.dtype)
+    # assign, not add: a position two windows chose keeps one value, as Paddle's kernel does
+    out = oar.put_along_axis(canvas, reshape(indices, flat.shape).astype("int64"), flat, 2, reduce="assign")
+    return reshape(out, [*planes, *sizes])
+
+
+def max_unpool1d(x, indices, kernel_size, stride=None, padding=0, data_format="NCL", output_size=None, name=None):
+    """The partial inverse of ``max_pool1d``: ``x`` [N, C, L] written at ``indices`` (its mask)
+    into zeros of length ``(L - 1) * stride - 2 * padding + kernel_size`` (or ``output_size``).
+
+    >>> import oar
+    >>> F = oar.nn.functional
+    >>> out, mask = F.max_pool1d(oar.to_tensor([[[1., 3, 2, 5]]]), 2, return_mask=True)
+    >>> F.max_unpool1d(out, mask, 2).tolist()
+    [[[0.0, 3.0, 0.0, 5.0]]]
+    """
+    return _max_unpool_nd("max_unpool1d", 1, x, indices, kernel_size, stride, padding, data_format, output_size)
+
+
+def max_unpool2d(x, indices, kernel_size, stride=None, padding=0, data_format="NCHW", output_size=None, name=None):
+    """The partial inverse of ``max_pool2d``: ``x`` [N, C, H, W] written at ``indices`` (the flat
+    ``h * W + w`` positions of its mask) into zeros of the unpooled size (or ``output_size``).
+
+    >>> import oar
+    >>> F = oar.nn.functional
+    >>> out, mask = F.max_pool2d(oar.arange(16, dtype="float32").reshape([1, 1, 4, 4]), 2, return_mask=True)
+    >>> F.max_unpool2d(out, mask, 2)[0, 0].tolist()[1]
+    [0.0, 5.0, 0.0, 7.0]
+    """
+    return _max_unpool_nd("max_unpool2d", 2, x, indices, kernel_size, stride, padding, data_format, output_size)
+
+
+def max_unpool3d(x, indices, kernel_size, stride=None, padding=0, data_format="NCDHW", output_size=None, name=None):
+    """The partial inverse of ``max_pool3d``: ``x`` [N, C, D, H, W] written at ``indices`` (flat
+    positions in each output volume) into zeros of the unpooled size (or ``output_size``).
+
+    >>> import oar
+    >>> F = oar.nn.functional
+    >>> out, mask = F.max_pool3d(oar.ones([1, 1, 2, 2, 2]), 2, return_mask=True)
+    >>> F.max_unpool3d(out, mask, 2).shape
+    [1, 1, 2, 2, 2]
+    """
+    return _max_unpool_nd("max_unpool3d", 3, x, indices, kernel_size, stride, padding, data_format, output_size)
+
+
+def fractional_bounds(size: int, out: int, kernel: int, u: float) -> tuple[np.ndarray, np.ndarray]:
+    """Paddle's fractional windows ``[start, end)`` of one dim (Graham's pseudo-random sequence).
+
+    ``alpha = (size - kernel) / (out - 1)`` with a kernel, else ``size / out`` with ``u`` scaled
+    into the range that keeps every window non-empty; window ``i`` starts at
+    ``int(alpha * (i + u)) - int(alpha * u)`` and ends ``kernel`` later, or where the next starts.
+    Computed in float32, as Paddle's kernel does, so that the windows are the same.
+    """
+    f = np.float32
+    alpha = f(size - kernel) / f(out - (1 if kernel else 0))
+    if not kernel:
+        base = size // out
+        u = f(u) * min(f(base + 2) / alpha - f(1), f(size + 1 - base) / alpha - f(out - 1))
+    u = f(u)
+    offset = int(f(alpha * u))
+    starts = np.array([int(f(alpha * (f(i) + u))) - offset for i in range(out + 1)])
+    ends = starts[:-1] + kernel if kernel else starts[1:]
+    return np.maximum(starts[:-1], 0), np.minimum(ends, size)
+
+
+def _fractional_max_pool_nd(fn, nd, x, output_size, kernel_size, random_u, return_mask):
+    x, _ = _input(fn, x, nd, CHANNEL_FIRST[nd])
+    sizes = x.shape[2:]
+    out = _output_size(fn, output_size, sizes)
+    kernel = [0] * nd if kernel_size is None else int_list(fn, "kernel_size", kernel_size, nd, minimum=1)
+    for i, (size, o, k) in enumerate(zip(sizes, out, kernel)):
+        if size < o + max(k - 1, 0):
+            raise ShapeError(f"{fn}: spatial dim {i} of size {size} is too small for output size {o} and kernel "
+                             f"{k or None} (it needs {o + max(k - 1, 0)})")
+    if random_u is None:
+        # Paddle draws u from its generator; oar's, so that oar.seed fixes it too
+        random_u = float(oar.rand([1], dtype="float64").item())
+    elif isinstance(random_u, bool) or not isinstance(random_u, (int, float)) or not 0 < random_u < 1:
+        raise ArgumentError(f"{fn}: random_u must be a float in (0, 1), got {random_u!r}")
+    # gather every window along each dim (shorter ones repeat their last element, which changes
+    # neither the maximum nor its first position), then take the first maximum of each
+    windows, positions, widths = x, np.zeros([1] * (2 * nd), dtype=np.int64), []
+    for i, (size, o, k) in enumerate(zip(sizes, out, kernel)):
+        start, end = fractional_bounds(size, o, k, random_u)
+        width = int((end - start).max())
+        index = np.minimum(start[:, None] + np.arange(width), end[:, None] - 1)  # [o, width]
+        windows = oar.index_select(windows, oar.to_tensor(index.reshape(-1)), axis=2 + 2 * i)
+        windows = reshape(windows, [*windows.shape[:2 + 2 * i], o, width, *windows.shape[3 + 2 * i:]])
+        shape = [1] * (2 * nd)
+        shape[2 * i], shape[2 * i + 1] = o, width
+        positions = positions * size + index.reshape(shape)  # [o_0, w_0, o_1, w_1, ...]: flat input index
+        widths.append(width)
+    window_last = [*range(0, 2 * nd, 2), *range(1, 2 * nd, 2)]
+    windows = oar.transpose(windows, [0, 1, *(2 + a for a in window_last)])
+    windows = reshape(windows, [*x.shape[:2], *out, int(np.prod(widths))])
+    best = oar.argmax(windows, axis=-1, keepdim=True)
+    pooled = take_along_axis(windows, best, axis=-1).squeeze(-1)
+    if not return_mask:
+        return pooled
+    table = positions.transpose(window_last).reshape([1, 1, *out, -1])
+    table = oar.to_tensor(np.broadcast_to(table, [*x.shape[:2], *table.shape[2:]]).astype(np.int32))
+    return pooled, take_along_axis(table, best, axis=-1).squeeze(-1)
+
+
+def fractional_max_pool2d(x, output_size, kernel_size=None, random_u=None, return_mask=False, name=None):
+    """Fractional max pooling (Graham, 2015) of ``x`` [N, C, H, W] into ``output_size``: windows of
+    pseudo-random sizes set by ``random_u`` in (0, 1) (drawn when None), disjoint, or
+    ``kernel_size`` long and overlapping. ``return_mask=True`` adds the int32 ``h * W + w`` of each maximum.
+
+    >>> import oar
+    >>> x = oar.to_tensor([[[[2., 4, 3, 1, 5, 2, 3]]]])
+    >>> oar.nn.functional.fractional_max_pool2d(x, [1, 5], random_u=0.3).tolist()
+    [[[[2.0, 4.0, 1.0, 5.0, 3.0]]]]
+    """
+    return _fractional_max_pool_nd("fractional_max_pool2d", 2, x, output_size, kernel_size, random_u, return_mask)
+
+
+def fractional_max_pool3d(x, output_size, kernel_size=None, random_u=None, return_mask=False, name=None):
+    """Fractional max pooling (Graham, 2015) of ``x`` [N, C, D, H, W] into ``output_size``; see
+    ``fractional_max_pool2d``. The mask holds the int32 ``(d * H + h) * W + w`` of each maximum.
+
+    >>> import oar
+    >>> oar.nn.functional.fractional_max_pool3d(oar.rand([1, 2, 7, 7, 7]), 3, random_u=0.5).shape
+    [1, 2, 3, 3, 3]
+    """
+    return _fractional_max_pool_nd("fractional_max_pool3d", 3, x, output_size, kernel_size, random_u, return_mask)
+
+
 __all__ = [
-    "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d", "adaptive_avg_pool2d",
-    "adaptive_max_pool1d", "adaptive_max_pool2d",
+    "max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d", "avg_pool3d", "adaptive_avg_pool1d",
+    "adaptive_avg_pool2d", "adaptive_avg_pool3d", "adaptive_max_pool1d", "adaptive_max_pool2d", "adaptive_max_pool3d",
+    "lp_pool1d", "lp_pool2d", "max_unpool1d", "max_unpool2d", "max_unpool3d", "fractional_max_pool2d",
+    "fractional_max_pool3d",
 ]

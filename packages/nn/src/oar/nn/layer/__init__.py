@@ -2,9 +2,23 @@
 
 from __future__ import annotations
 
-from oar.nn.layer import activation, common, container, conv, layers, loss, norm, pooling, rnn, transformer, vision
+from oar.nn.layer import (
+    activation,
+    channel_dropout,
+    common,
+    container,
+    conv,
+    decode,
+    layers,
+    loss,
+    norm,
+    pooling,
+    rnn,
+    transformer,
+    vision,
+)
 
-FAMILIES = (common, container, activation, conv, loss, norm, pooling, rnn, transformer, vision)
+FAMILIES = (common, container, activation, conv, loss, norm, pooling, rnn, transformer, vision, channel_dropout, decode)
 
 
 def public_layers() -> dict[str, type]:

@@ -101,15 +101,6 @@ class GELU(_Elementwise):
         super().__init__(name, approximate=approximate)
 
 
-class Silu(_Elementwise):
-    """``x * sigmoid(x)``."""
-
-    _fn = staticmethod(F.silu)
-
-    def __init__(self, name=None):
-        super().__init__(name)
-
-
 class Swish(_Elementwise):
     """``x * sigmoid(x)``."""
 
@@ -299,8 +290,48 @@ class PReLU(Layer):
         return f"num_parameters={self._num_parameters}, data_format={self._data_format}, init={self._init}, dtype={self._dtype}"
 
 
+class SiLU(_Elementwise):
+    """``x * sigmoid(x)``; with ``inplace`` the result is written into ``x``. ``Silu`` is the
+    same class, as in Paddle 3.3.
+
+    >>> import oar
+    >>> [round(v, 4) for v in oar.nn.SiLU()(oar.to_tensor([-1.0, 1.0])).tolist()]
+    [-0.2689, 0.7311]
+    """
+
+    _fn = staticmethod(F.silu)
+
+    def __init__(self, inplace: bool = False, name=None):
+        super().__init__(name, inplace=inplace)
+
+
+Silu = SiLU
+
+
+class RReLU(Layer):
+    """The randomized leaky ReLU (``F.rrelu``): a slope drawn from ``[lower, upper]`` per element
+    for negative inputs in training, ``(lower + upper) / 2`` in evaluation.
+
+    >>> import oar
+    >>> oar.nn.RReLU().eval()(oar.to_tensor([-1.0, 2.0])).tolist()
+    [-0.2291666716337204, 2.0]
+    """
+
+    def __init__(self, lower: float = 1.0 / 8.0, upper: float = 1.0 / 3.0, name=None):
+        super().__init__()
+        self._lower, self._upper = lower, upper
+        self._name = name
+
+    def forward(self, x):
+        return F.rrelu(x, lower=self._lower, upper=self._upper, training=self.training)
+
+    def extra_repr(self) -> str:
+        return f"lower={self._lower}, upper={self._upper}"
+
+
 __all__ = [
     "ReLU", "ReLU6", "LeakyReLU", "ELU", "SELU", "CELU", "GELU", "Silu", "Swish", "Mish", "Sigmoid",
     "Hardsigmoid", "Hardswish", "Tanh", "Softmax", "LogSoftmax", "Softplus", "Softsign", "Hardtanh",
     "Hardshrink", "Softshrink", "Tanhshrink", "LogSigmoid", "ThresholdedReLU", "Maxout", "GLU", "PReLU",
+    "SiLU", "RReLU",
 ]

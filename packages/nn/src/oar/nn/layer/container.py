@@ -1,10 +1,12 @@
-"""Containers: Sequential, LayerList, LayerDict, ParameterList."""
+"""Containers: Sequential, LayerList, LayerDict, ParameterList, ParameterDict, and Paddle 3.3's
+torch-style aliases Module (Layer), ModuleList (LayerList) and ModuleDict (LayerDict)."""
 
 from __future__ import annotations
 
 import collections
 from collections.abc import Iterable
 
+from oar.errors import ArgumentError
 from oar.nn.layer.layers import Layer
 from oar.nn.parameter import Parameter
 
@@ -186,4 +188,58 @@ class ParameterList(Layer):
         return self
 
 
-__all__ = ["Sequential", "LayerList", "LayerDict", "ParameterList"]
+class ParameterDict(Layer):
+    """An ordered dict of parameters, registered so optimizers and ``state_dict`` find them; built
+    from a mapping or ``(name, parameter)`` pairs.
+
+    >>> import numpy as np, oar
+    >>> params = oar.nn.ParameterDict({"scale": oar.nn.Parameter(np.ones([2], np.float32))})
+    >>> list(params), params["scale"].shape, len(params.parameters())
+    (['scale'], [2], 1)
+    """
+
+    def __init__(self, parameters=None):
+        super().__init__()
+        if parameters is not None:
+            self.update(parameters)
+
+    def __getitem__(self, key: str) -> Parameter:
+        return self._parameters[key]
+
+    def __setitem__(self, key: str, param: Parameter) -> None:
+        if not isinstance(param, Parameter):
+            raise ArgumentError(f"ParameterDict: {key!r} must be set to a Parameter, got {type(param).__name__}")
+        self.add_parameter(key, param)
+
+    def __len__(self) -> int:
+        return len(self._parameters)
+
+    def __iter__(self):
+        return iter(self._parameters)
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._parameters
+
+    def keys(self):
+        return self._parameters.keys()
+
+    def items(self):
+        return self._parameters.items()
+
+    def values(self):
+        return self._parameters.values()
+
+    def update(self, parameters) -> None:
+        items = parameters.items() if hasattr(parameters, "items") else parameters
+        for i, pair in enumerate(items):
+            if len(pair) != 2:
+                raise ArgumentError(f"ParameterDict.update: element {i} must be a (name, parameter) pair, got "
+                                    f"{len(pair)} values")
+            self[pair[0]] = pair[1]
+
+
+# Paddle 3.3's torch-style aliases (the same classes)
+Module, ModuleList, ModuleDict = Layer, LayerList, LayerDict
+
+__all__ = ["Sequential", "LayerList", "LayerDict", "ParameterList", "ParameterDict", "Module", "ModuleList",
+           "ModuleDict"]

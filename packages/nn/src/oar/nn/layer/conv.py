@@ -4,6 +4,10 @@ Weights follow Paddle's layout, ``[out_channels, in_channels / groups, *kernel]`
 transposed layers ``[in_channels, out_channels / groups, *kernel]``. A convolution's weight
 defaults to ``Normal(0, sqrt(2 / (in_channels * prod(kernel_size))))`` (Paddle counts all input
 channels, not those of one group); a transposed convolution's to ``XavierUniform``; biases to zero.
+
+As in Paddle 3.3, the convolutions take ``bias=False`` (no bias), ``dtype`` and ``device`` as
+keywords after ``groups`` (``padding_mode`` too, keyword-only now), and ``Conv1d``/``Conv2d``/
+``Conv3d`` are the same classes as ``Conv1D``/``Conv2D``/``Conv3D``.
 """
 
 from __future__ import annotations
@@ -27,8 +31,9 @@ class _ConvNd(Layer):
     _transposed = False
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, padding_mode="zeros",
-                 output_padding=0, dilation=1, groups=1, weight_attr=None, bias_attr=None, data_format="NCHW"):
-        super().__init__()
+                 output_padding=0, dilation=1, groups=1, weight_attr=None, bias_attr=None, data_format="NCHW",
+                 bias=True, device=None, dtype=None):
+        super().__init__(dtype=dtype)
         cls, nd = type(self).__name__, self._nd
         if weight_attr is False:
             raise ArgumentError(f"{cls}: weight_attr=False is not allowed; a convolution needs its weight")
@@ -57,7 +62,10 @@ class _ConvNd(Layer):
             shape = [self._out_channels, self._in_channels // self._groups, *self._kernel_size]
             default = Normal(0.0, math.sqrt(2.0 / (self._in_channels * math.prod(self._kernel_size))))
         self.weight = self.create_parameter(shape, attr=weight_attr, default_initializer=default)
-        self.bias = self.create_parameter([self._out_channels], attr=bias_attr, is_bias=True)
+        # bias=False (Paddle 3.3) drops the bias as bias_attr=False does
+        self.bias = self.create_parameter([self._out_channels], attr=False if bias is False else bias_attr, is_bias=True)
+        if device is not None:
+            self.to(device=device)
 
     def _padded_input(self, x):
         """``x`` padded by ``padding_mode`` (the non-'zeros' modes), and the padding left for the conv."""
@@ -97,11 +105,12 @@ class Conv1D(_ConvNd):
 
     _nd = 1
 
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
-                 padding_mode="zeros", weight_attr=None, bias_attr=None, data_format="NCL"):
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, *,
+                 bias=True, padding_mode="zeros", device=None, dtype=None, weight_attr=None, bias_attr=None,
+                 data_format="NCL"):
         super().__init__(in_channels, out_channels, kernel_size, stride=stride, padding=padding,
                          padding_mode=padding_mode, dilation=dilation, groups=groups, weight_attr=weight_attr,
-                         bias_attr=bias_attr, data_format=data_format)
+                         bias_attr=bias_attr, data_format=data_format, bias=bias, device=device, dtype=dtype)
 
     def forward(self, x):
         x, padding = self._padded_input(x)
@@ -120,11 +129,12 @@ class Conv2D(_ConvNd):
 
     _nd = 2
 
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
-                 padding_mode="zeros", weight_attr=None, bias_attr=None, data_format="NCHW"):
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, *,
+                 bias=True, padding_mode="zeros", device=None, dtype=None, weight_attr=None, bias_attr=None,
+                 data_format="NCHW"):
         super().__init__(in_channels, out_channels, kernel_size, stride=stride, padding=padding,
                          padding_mode=padding_mode, dilation=dilation, groups=groups, weight_attr=weight_attr,
-                         bias_attr=bias_attr, data_format=data_format)
+                         bias_attr=bias_attr, data_format=data_format, bias=bias, device=device, dtype=dtype)
 
     def forward(self, x):
         x, padding = self._padded_input(x)
@@ -142,11 +152,12 @@ class Conv3D(_ConvNd):
 
     _nd = 3
 
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
-                 padding_mode="zeros", weight_attr=None, bias_attr=None, data_format="NCDHW"):
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, *,
+                 bias=True, padding_mode="zeros", device=None, dtype=None, weight_attr=None, bias_attr=None,
+                 data_format="NCDHW"):
         super().__init__(in_channels, out_channels, kernel_size, stride=stride, padding=padding,
                          padding_mode=padding_mode, dilation=dilation, groups=groups, weight_attr=weight_attr,
-                         bias_attr=bias_attr, data_format=data_format)
+                         bias_attr=bias_attr, data_format=data_format, bias=bias, device=device, dtype=dtype)
 
     def forward(self, x):
         x, padding = self._padded_input(x)
@@ -231,4 +242,8 @@ class Conv3DTranspose(_ConvTransposeNd):
                                   dilation=self._dilation, output_size=output_size, data_format=self._data_format)
 
 
-__all__ = ["Conv1D", "Conv2D", "Conv3D", "Conv1DTranspose", "Conv2DTranspose", "Conv3DTranspose"]
+# Paddle 3.3's lower-case spellings name the same classes
+Conv1d, Conv2d, Conv3d = Conv1D, Conv2D, Conv3D
+
+__all__ = ["Conv1D", "Conv2D", "Conv3D", "Conv1DTranspose", "Conv2DTranspose", "Conv3DTranspose", "Conv1d", "Conv2d",
+           "Conv3d"]

@@ -343,9 +343,10 @@ class Layer:
         return self._full_name
 
     # -- modes --------------------------------------------------------------------------------
-    def train(self) -> Layer:
+    def train(self, mode: bool = True) -> Layer:
+        """Put this layer and its sublayers in training mode (``mode=False``: as ``eval()``)."""
         for layer in self.sublayers(include_self=True):
-            object.__setattr__(layer, "training", True)
+            object.__setattr__(layer, "training", bool(mode))
         return self
 
     def eval(self) -> Layer:

@@ -1,5 +1,6 @@
 """Normalisation layers of oar.nn: BatchNorm (legacy), BatchNorm1D/2D/3D, LayerNorm, GroupNorm,
-InstanceNorm1D/2D/3D and RMSNorm, with Paddle's parameter names, initial values and state-dict
+InstanceNorm1D/2D/3D, RMSNorm, SyncBatchNorm (single-process: a BatchNorm of any rank) and
+LocalResponseNorm, with Paddle's parameter names, initial values and state-dict
 keys (``weight``, ``bias``, ``_mean``, ``_variance`` for batch norm; ``scale``, ``bias`` for
 instance norm).
 
@@ -191,10 +192,68 @@ def _shape_list(fn: str, normalized_shape) -> list[int]:
     return [int(d) for d in dims]
 
 
+class SyncBatchNorm(_BatchNormBase):
+    """Batch normalisation whose statistics Paddle syncs over the GPUs of data-parallel training
+    (its CPU build has no kernel for it). oar trains in one process, where it is BatchNorm of any
+    rank: ``[N, C, ...]`` with ``data_format`` NC/NCL/NCHW/NCDHW, or channels last (NLC/NHWC/NDHWC).
+    ``convert_sync_batchnorm`` swaps the BatchNorm1D/2D/3D layers of a model for it.
+
+    >>> import oar
+    >>> net = oar.nn.SyncBatchNorm.convert_sync_batchnorm(oar.nn.Sequential(oar.nn.BatchNorm2D(3)))
+    >>> type(net[0]).__name__, net(oar.rand([2, 3, 4, 4])).shape
+    ('SyncBatchNorm', [2, 3, 4, 4])
+    """
+
+    _formats = ("NC", "NCL", "NCHW", "NCDHW", "NLC", "NHWC", "NDHWC")
+    _ndims = (2, 3, 4, 5)
+
+    def __init__(self, num_features: int, momentum: float = 0.9, epsilon: float = 1e-05, weight_attr=None,
+                 bias_attr=None, data_format: str = "NCHW", name=None):
+        # Paddle's sync batch norm always uses batch statistics in training (use_global_stats=False)
+        super().__init__(num_features, momentum, epsilon, weight_attr, bias_attr, data_format, None, name)
+
+    @classmethod
+    def convert_sync_batchnorm(cls, layer: Layer) -> Layer:
+        """``layer`` with every BatchNorm1D/2D/3D in it (itself included) replaced by a
+        SyncBatchNorm sharing its parameters and running statistics."""
+        converted = layer
+        if isinstance(layer, _BatchNormBase) and not isinstance(layer, cls):
+            converted = cls(layer._num_features, layer._momentum, layer._epsilon, data_format=layer._data_format,
+                            name=layer._name)
+            converted.weight, converted.bias = layer.weight, layer.bias
+            converted._mean, converted._variance = layer._mean, layer._variance
+            converted.training = layer.training
+        for name, sublayer in layer.named_children():
+            converted.add_sublayer(name, cls.convert_sync_batchnorm(sublayer))
+        return converted
+
+
+class LocalResponseNorm(Layer):
+    """Local response normalisation across channels (``F.local_response_norm``).
+
+    >>> import oar
+    >>> oar.nn.LocalResponseNorm(size=5)(oar.rand([2, 8, 4, 4])).shape
+    [2, 8, 4, 4]
+    """
+
+    def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0, data_format: str = "NCHW",
+                 name=None):
+        super().__init__()
+        self.size = size_arg("LocalResponseNorm", "size", size)
+        self.alpha, self.beta, self.k, self.data_format, self.name = alpha, beta, k, data_format, name
+
+    def forward(self, input):
+        return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k, self.data_format)
+
+    def extra_repr(self) -> str:
+        return f"size={self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}, data_format={self.data_format}"
+
+
 class LayerNorm(Layer):
     """Layer normalisation over the trailing ``normalized_shape`` dimensions, with a ``weight``
     (ones) and ``bias`` (zeros) of ``prod(normalized_shape)`` elements, as Paddle keeps them;
-    ``weight_attr=False`` / ``bias_attr=False`` leave them out.
+    ``weight_attr=False`` / ``bias_attr=False`` leave them out, and so do Paddle 3.3's
+    ``elementwise_affine=False`` (both) and ``bias=False`` (the bias).
 
     >>> import oar
     >>> ln = oar.nn.LayerNorm([3, 4])
@@ -202,15 +261,20 @@ class LayerNorm(Layer):
     ([12], [2, 3, 4])
     """
 
-    def __init__(self, normalized_shape, epsilon: float = 1e-05, weight_attr=None, bias_attr=None, name=None):
-        super().__init__()
+    def __init__(self, normalized_shape, epsilon: float = 1e-05, *, elementwise_affine: bool = True, bias: bool = True,
+                 device=None, dtype=None, weight_attr=None, bias_attr=None, name=None):
+        # device is accepted for Paddle 3.3's signature; oar's parameters live where oar's tensors do
+        super().__init__(dtype=dtype)
         self._normalized_shape = _shape_list("LayerNorm", normalized_shape)
         self._epsilon = epsilon
         self._name = name
         size = [int(np.prod(self._normalized_shape))]
-        self.weight = None if weight_attr is False else self.create_parameter(
-            size, attr=weight_attr, default_initializer=Constant(1.0))
-        self.bias = None if bias_attr is False else self.create_parameter(size, attr=bias_attr, is_bias=True)
+        # elementwise_affine=False drops both parameters, bias=False the bias (Paddle 3.3)
+        with_weight = elementwise_affine and weight_attr is not False
+        with_bias = elementwise_affine and bias and bias_attr is not False
+        self.weight = self.create_parameter(size, attr=weight_attr, default_initializer=Constant(1.0)) \
+            if with_weight else None
+        self.bias = self.create_parameter(size, attr=bias_attr, is_bias=True) if with_bias else None
 
     def forward(self, x):
         return F.layer_norm(x, self._normalized_shape, weight=self.weight, bias=self.bias, epsilon=self._epsilon)
@@ -245,16 +309,18 @@ class RMSNorm(Layer):
 
 class GroupNorm(Layer):
     """Group normalisation: ``num_channels`` split into ``num_groups`` groups normalised per
-    sample, then a per-channel ``weight`` (ones) and ``bias`` (zeros).
+    sample, then a per-channel ``weight`` (ones) and ``bias`` (zeros), which ``affine=False``
+    leaves out.
 
     >>> import oar
     >>> oar.nn.GroupNorm(num_groups=2, num_channels=4)(oar.rand([2, 4, 3, 3])).shape
     [2, 4, 3, 3]
     """
 
-    def __init__(self, num_groups: int, num_channels: int, epsilon: float = 1e-05, weight_attr=None, bias_attr=None,
-                 data_format: str = "NCHW", name=None):
-        super().__init__()
+    def __init__(self, num_groups: int, num_channels: int, epsilon: float = 1e-05, *, affine: bool = True,
+                 device=None, dtype=None, weight_attr=None, bias_attr=None, data_format: str = "NCHW", name=None):
+        # device is accepted for Paddle 3.3's signature; oar's parameters live where oar's tensors do
+        super().__init__(dtype=dtype)
         if data_format not in ("NCL", "NCHW", "NCDHW", "NLC", "NHWC", "NDHWC"):
             raise ArgumentError(f"GroupNorm: data_format must be NCL, NCHW, NCDHW, NLC, NHWC or NDHWC, got {data_format!r}")
         num_groups, num_channels = size_arg("GroupNorm", "num_groups", num_groups), size_arg(
@@ -266,7 +332,10 @@ class GroupNorm(Layer):
         self._epsilon = epsilon
         self._data_format = data_format
         self._name = name
-        _affine_pair(self, [self._num_channels], weight_attr, bias_attr)
+        if affine:
+            _affine_pair(self, [self._num_channels], weight_attr, bias_attr)
+        else:  # Paddle 3.3: no weight and no bias
+            self.weight = self.bias = None
 
     def forward(self, x):
         channels = x.shape[1] if self._data_format[1] == "C" else x.shape[-1]
@@ -410,6 +479,6 @@ class SpectralNorm(Layer):
 
 
 __all__ = [
-    "BatchNorm", "BatchNorm1D", "BatchNorm2D", "BatchNorm3D", "LayerNorm", "RMSNorm", "GroupNorm",
-    "InstanceNorm1D", "InstanceNorm2D", "InstanceNorm3D", "SpectralNorm",
+    "BatchNorm", "BatchNorm1D", "BatchNorm2D", "BatchNorm3D", "SyncBatchNorm", "LayerNorm", "RMSNorm", "GroupNorm",
+    "InstanceNorm1D", "InstanceNorm2D", "InstanceNorm3D", "SpectralNorm", "LocalResponseNorm",
 ]

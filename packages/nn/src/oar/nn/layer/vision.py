@@ -1,4 +1,4 @@
-"""Vision layers of oar.nn: PixelShuffle, PixelUnshuffle, ChannelShuffle.
+"""Vision layers of oar.nn: PixelShuffle, PixelUnshuffle, ChannelShuffle, Softmax2D.
 
 >>> import oar
 >>> oar.nn.PixelShuffle(2)(oar.ones([1, 8, 3, 3])).shape
@@ -7,7 +7,7 @@
 
 from __future__ import annotations
 
-from oar.errors import ArgumentError
+from oar.errors import ArgumentError, ShapeError
 from oar.nn import functional as F
 from oar.nn.layer.layers import Layer
 
@@ -64,4 +64,23 @@ class ChannelShuffle(_ImageRearrange):
         super().__init__(groups, data_format, name)
 
 
-__all__ = ["PixelShuffle", "PixelUnshuffle", "ChannelShuffle"]
+class Softmax2D(Layer):
+    """Softmax over the channels of every pixel: axis -3 of ``[N, C, H, W]`` or ``[C, H, W]``.
+
+    >>> import oar
+    >>> y = oar.nn.Softmax2D()(oar.rand([2, 3, 4, 5]))
+    >>> round(float(y.sum(axis=1).mean()), 4)
+    1.0
+    """
+
+    def __init__(self, name=None):
+        super().__init__()
+        self._name = name
+
+    def forward(self, x):
+        if x.ndim not in (3, 4):
+            raise ShapeError(f"Softmax2D: x must be 3-D [C, H, W] or 4-D [N, C, H, W], got shape {x.shape}")
+        return F.softmax(x, axis=-3)
+
+
+__all__ = ["PixelShuffle", "PixelUnshuffle", "ChannelShuffle", "Softmax2D"]
