@@ -23,6 +23,8 @@ from oar.vision import models
 from oar.vision.models import MLP, VGG, BasicBlock, BottleneckBlock, LeNet, MobileNetV2, ResNet
 from oar.vision.models.vgg import make_layers
 
+from .test_model_zoo import NEW_CONSTRUCTORS
+
 
 def count(model) -> int:
     return sum(p.size for p in model.parameters())
@@ -269,7 +271,8 @@ def test_weights_load_with_set_state_dict(tmp_path):
 
 # -- pretrained=True ---------------------------------------------------------------------------------
 @pytest.mark.parametrize("name", ["resnet18", "resnet34", "resnet50", "resnet101", "resnet152", "resnext50_32x4d",
-                                  "wide_resnet50_2", "mobilenet_v2", "vgg11", "vgg13", "vgg16", "vgg19"])
+                                  "wide_resnet50_2", "mobilenet_v2", "vgg11", "vgg13", "vgg16", "vgg19",
+                                  *NEW_CONSTRUCTORS])
 def test_pretrained_is_a_clear_error(name):
     with pytest.raises(ArgumentError) as info:
         getattr(models, name)(pretrained=True)

@@ -10,6 +10,7 @@
 
 from oar.vision import datasets as datasets
 from oar.vision import models as models
+from oar.vision import ops as ops
 from oar.vision import transforms as transforms
 from oar.vision.datasets import MNIST as MNIST
 from oar.vision.datasets import Cifar10 as Cifar10

@@ -16,11 +16,14 @@ from oar.vision.transforms.functional import adjust_brightness as adjust_brightn
 from oar.vision.transforms.functional import adjust_contrast as adjust_contrast
 from oar.vision.transforms.functional import adjust_hue as adjust_hue
 from oar.vision.transforms.functional import adjust_saturation as adjust_saturation
+from oar.vision.transforms.functional import affine as affine
 from oar.vision.transforms.functional import center_crop as center_crop
 from oar.vision.transforms.functional import crop as crop
+from oar.vision.transforms.functional import erase as erase
 from oar.vision.transforms.functional import hflip as hflip
 from oar.vision.transforms.functional import normalize as normalize
 from oar.vision.transforms.functional import pad as pad
+from oar.vision.transforms.functional import perspective as perspective
 from oar.vision.transforms.functional import resize as resize
 from oar.vision.transforms.functional import rotate as rotate
 from oar.vision.transforms.functional import to_grayscale as to_grayscale
@@ -36,8 +39,11 @@ from oar.vision.transforms.transforms import Grayscale as Grayscale
 from oar.vision.transforms.transforms import HueTransform as HueTransform
 from oar.vision.transforms.transforms import Normalize as Normalize
 from oar.vision.transforms.transforms import Pad as Pad
+from oar.vision.transforms.transforms import RandomAffine as RandomAffine
 from oar.vision.transforms.transforms import RandomCrop as RandomCrop
+from oar.vision.transforms.transforms import RandomErasing as RandomErasing
 from oar.vision.transforms.transforms import RandomHorizontalFlip as RandomHorizontalFlip
+from oar.vision.transforms.transforms import RandomPerspective as RandomPerspective
 from oar.vision.transforms.transforms import RandomResizedCrop as RandomResizedCrop
 from oar.vision.transforms.transforms import RandomRotation as RandomRotation
 from oar.vision.transforms.transforms import RandomVerticalFlip as RandomVerticalFlip
@@ -52,4 +58,5 @@ __all__ = [
     "BrightnessTransform", "ContrastTransform", "SaturationTransform", "HueTransform", "ColorJitter",
     "to_tensor", "normalize", "to_grayscale", "hflip", "vflip", "crop", "center_crop", "resize", "pad", "rotate",
     "adjust_brightness", "adjust_contrast", "adjust_saturation", "adjust_hue",
+    "RandomAffine", "RandomPerspective", "RandomErasing", "affine", "perspective", "erase",
 ]

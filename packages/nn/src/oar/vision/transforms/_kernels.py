@@ -12,6 +12,9 @@ Coordinate conventions, chosen to match the libraries Paddle calls:
 - ``rotate``: Pillow's ``Image.rotate`` (pixel centres at ``+0.5``, the default centre is
   ``(w / 2, h / 2)``, samples outside the image take ``fill``), so a rotation by 90 degrees
   of a square image is exactly ``np.rot90``.
+- ``affine`` and ``perspective``: Pillow's ``Image.transform`` with ``AFFINE`` and
+  ``PERSPECTIVE`` data (the inverse map, output pixel centre -> input point), which is what
+  Paddle's ``pil`` backend calls; ``rotate`` is an affine map too.
 """
 
 from __future__ import annotations
@@ -25,8 +28,9 @@ from oar.errors import ArgumentError
 GRAY_WEIGHTS = np.array([0.299, 0.587, 0.114])  # ITU-R 601-2 luma, as Pillow's "L" and OpenCV's RGB2GRAY
 
 
-def _work_dtype(a: np.ndarray):
-    return a.dtype if a.dtype in (np.float32, np.float64) else np.float32
+def _work_dtype(a: np.ndarray) -> np.dtype:
+    """The float dtype a kernel computes ``a`` in: float64 only for float64 images."""
+    return a.dtype if a.dtype in (np.float32, np.float64) else np.dtype(np.float32)
 
 
 def cast_like(values: np.ndarray, like: np.ndarray) -> np.ndarray:
@@ -146,47 +150,87 @@ def rotation_matrix(angle: float, w: int, h: int, center, expand: bool) -> tuple
 
 
 def rotate(a: np.ndarray, angle: float, interpolation: str, expand: bool, center, fill) -> np.ndarray:
+    in_h, in_w = a.shape[:2]
+    matrix, out_w, out_h = rotation_matrix(angle, in_w, in_h, center, expand)
+    return affine(a, matrix, out_h, out_w, interpolation, fill, "rotate")
+
+
+def _pixel_centres(out_h: int, out_w: int) -> tuple[np.ndarray, np.ndarray]:
+    """The output pixel centres as a row of x and a column of y, which broadcast to the grid."""
+    return np.arange(out_w, dtype=np.float64) + 0.5, (np.arange(out_h, dtype=np.float64) + 0.5)[:, None]
+
+
+def affine(a: np.ndarray, matrix, out_h: int, out_w: int, interpolation: str, fill, what: str = "affine") -> np.ndarray:
+    """Pillow's ``Image.transform(AFFINE)``: output pixel centre ``(x, y)`` samples the input at
+    ``(m0 x + m1 y + m2, m3 x + m4 y + m5)``."""
+    ma, mb, mc, md, me, mf = matrix
+    xs, ys = _pixel_centres(out_h, out_w)
+    return sample(a, ma * xs + mb * ys + mc, md * xs + me * ys + mf, interpolation, fill, what)
+
+
+def perspective(a: np.ndarray, coeffs, interpolation: str, fill) -> np.ndarray:
+    """Pillow's ``Image.transform(PERSPECTIVE)``: output pixel centre ``(x, y)`` samples the input
+    at ``((c0 x + c1 y + c2) / (c6 x + c7 y + 1), (c3 x + c4 y + c5) / (c6 x + c7 y + 1))``."""
+    c0, c1, c2, c3, c4, c5, c6, c7 = coeffs
+    xs, ys = _pixel_centres(a.shape[0], a.shape[1])
+    denominator = c6 * xs + c7 * ys + 1.0
+    return sample(a, (c0 * xs + c1 * ys + c2) / denominator, (c3 * xs + c4 * ys + c5) / denominator, interpolation,
+                  fill, "perspective")
+
+
+def sample(a: np.ndarray, xin: np.ndarray, yin: np.ndarray, interpolation: str, fill, what: str) -> np.ndarray:
+    """The image at the input points ``(xin, yin)`` (pixel centres at +0.5, as Pillow), one per
+    output pixel; points outside the image take ``fill``.
+
+    Pixels are gathered with ``np.take`` from flat arrays, never with fancy indexing or
+    broadcasts over a short channel axis (both several times slower): nearest copies whole pixels
+    in the image's dtype, from the image with the fill appended as one more pixel; bilinear works
+    on one contiguous channel plane at a time, in float32 (float64 for float64 images)."""
     if interpolation not in ("nearest", "bilinear"):
         raise ArgumentError(
-            f"rotate: interpolation {interpolation!r} is not available for numpy images; use 'nearest' or 'bilinear'"
+            f"{what}: interpolation {interpolation!r} is not available for numpy images; use 'nearest' or 'bilinear'"
         )
     in_h, in_w = a.shape[:2]
-    (ma, mb, mc, md, me, mf), out_w, out_h = rotation_matrix(angle, in_w, in_h, center, expand)
     img = _with_channels(a)
-    fill_values = channel_values(fill, img.shape[2], "rotate: fill")
-    ys, xs = np.mgrid[0:out_h, 0:out_w].astype(np.float64) + 0.5  # output pixel centres
-    xin = ma * xs + mb * ys + mc
-    yin = md * xs + me * ys + mf
+    channels = img.shape[2]
+    fill_values = channel_values(fill, channels, f"{what}: fill")
     inside = (xin >= 0) & (xin < in_w) & (yin >= 0) & (yin < in_h)
     if interpolation == "nearest":
-        xi = np.clip(np.floor(xin), 0, in_w - 1).astype(np.int64)
-        yi = np.clip(np.floor(yin), 0, in_h - 1).astype(np.int64)
-        out = img[yi, xi].astype(np.float64)
-    else:
-        # Bilinear between the four nearest pixel centres, clamped at the border (as Pillow).
-        u, v = xin - 0.5, yin - 0.5
-        x0, y0 = np.floor(u), np.floor(v)
-        wx, wy = (u - x0)[..., None], (v - y0)[..., None]
-        x0i, x1i = (np.clip(x0 + k, 0, in_w - 1).astype(np.int64) for k in (0, 1))
-        y0i, y1i = (np.clip(y0 + k, 0, in_h - 1).astype(np.int64) for k in (0, 1))
-        src = img.astype(np.float64)
-        top = src[y0i, x0i] * (1 - wx) + src[y0i, x1i] * wx
-        bottom = src[y1i, x0i] * (1 - wx) + src[y1i, x1i] * wx
-        out = top * (1 - wy) + bottom * wy
-    out = np.where(inside[..., None], out, fill_values)
-    out = cast_like(out, a)
-    return out[:, :, 0] if a.ndim == 2 else out
+        xi = np.clip(np.floor(xin), 0, in_w - 1).astype(np.intp)
+        yi = np.clip(np.floor(yin), 0, in_h - 1).astype(np.intp)
+        pixels = np.concatenate([img.reshape(in_h * in_w, channels), cast_like(fill_values, a)[None]])
+        out = np.take(pixels, np.where(inside, yi * in_w + xi, in_h * in_w), axis=0)
+        return out[:, :, 0] if a.ndim == 2 else out
+    # Bilinear between the four nearest pixel centres, clamped at the border (as Pillow).
+    work = _work_dtype(a)
+    u, v = xin - 0.5, yin - 0.5
+    x0, y0 = np.floor(u), np.floor(v)
+    wx, wy = (u - x0).astype(work), (v - y0).astype(work)
+    x0i, x1i = (np.clip(x0 + k, 0, in_w - 1).astype(np.intp) for k in (0, 1))
+    row0, row1 = (np.clip(y0 + k, 0, in_h - 1).astype(np.intp) * in_w for k in (0, 1))
+    taps = (row0 + x0i, row0 + x1i, row1 + x0i, row1 + x1i)
+    planes = np.moveaxis(img, 2, 0).reshape(channels, in_h * in_w).astype(work)
+    out = []
+    for plane, fill_value in zip(planes, fill_values):
+        top_left, top_right, bottom_left, bottom_right = (np.take(plane, tap) for tap in taps)
+        top = top_left + (top_right - top_left) * wx
+        top += (bottom_left + (bottom_right - bottom_left) * wx - top) * wy
+        out.append(cast_like(np.where(inside, top, work.type(fill_value)), a))
+    return out[0] if a.ndim == 2 else np.stack(out, axis=-1)
 
 
 # -- colour ---------------------------------------------------------------------------------------
+# Colour kernels compute in float32 (float64 for float64 images): uint8 results are within one
+# level of a float64 computation, at a fraction of its memory traffic.
 def grayscale(a: np.ndarray) -> np.ndarray:
     """Luma as float, ``HxW``; a one-channel image is its own luma."""
-    img = _with_channels(a).astype(np.float64)
+    img = _with_channels(a)
+    work = _work_dtype(a)
     if img.shape[2] == 1:
-        return img[:, :, 0]
+        return img[:, :, 0].astype(work)
     if img.shape[2] not in (3, 4):
         raise ArgumentError(f"grayscale: expected 1, 3 (RGB) or 4 (RGBA) channels, got {img.shape[2]}")
-    return img[:, :, :3] @ GRAY_WEIGHTS
+    return img[:, :, :3].astype(work) @ GRAY_WEIGHTS.astype(work)
 
 
 def _rgb_only(a: np.ndarray, fn, what: str) -> np.ndarray:
@@ -195,51 +239,44 @@ def _rgb_only(a: np.ndarray, fn, what: str) -> np.ndarray:
         return a.copy()
     if a.shape[2] not in (3, 4):
         raise ArgumentError(f"{what}: expected 1, 3 (RGB) or 4 (RGBA) channels, got {a.shape[2]}")
-    out = a.astype(np.float64)
-    out[:, :, :3] = fn(out[:, :, :3])
-    return cast_like(out, a)
+    rgb = cast_like(fn(a[:, :, :3].astype(_work_dtype(a))), a)
+    return rgb if a.shape[2] == 3 else np.concatenate([rgb, a[:, :, 3:]], axis=2)
 
 
 def blend(a: np.ndarray, other, factor: float) -> np.ndarray:
     """``other + factor * (a - other)`` in float, back in ``a``'s dtype."""
-    return cast_like(other + factor * (a.astype(np.float64) - other), a)
+    work = _work_dtype(a)
+    return cast_like(work.type(other) + work.type(factor) * (a.astype(work) - work.type(other)), a)
 
 
 def adjust_saturation(a: np.ndarray, factor: float) -> np.ndarray:
     def saturate(rgb):
-        gray = (rgb @ GRAY_WEIGHTS)[..., None]
-        return gray + factor * (rgb - gray)
+        gray = (rgb @ GRAY_WEIGHTS.astype(rgb.dtype))[..., None]
+        return gray + rgb.dtype.type(factor) * (rgb - gray)
 
     return _rgb_only(a, saturate, "adjust_saturation")
 
 
-def rgb_to_hsv(rgb: np.ndarray) -> np.ndarray:
-    r, g, b = rgb[..., 0], rgb[..., 1], rgb[..., 2]
-    v = rgb.max(axis=-1)
-    span = v - rgb.min(axis=-1)
-    safe_span = np.where(span > 0, span, 1.0)
-    s = np.where(v > 0, span / np.where(v > 0, v, 1.0), 0.0)
-    h = np.where(
-        v == r, (g - b) / safe_span, np.where(v == g, 2.0 + (b - r) / safe_span, 4.0 + (r - g) / safe_span)
-    )
-    h = np.where(span > 0, (h / 6.0) % 1.0, 0.0)
-    return np.stack([h, s, v], axis=-1)
+def shift_hue(rgb: np.ndarray, turns: float) -> np.ndarray:
+    """``rgb`` (float, ``HxWx3``) with its HSV hue turned by ``turns``, saturation and value kept.
 
-
-def hsv_to_rgb(hsv: np.ndarray) -> np.ndarray:
-    h, s, v = hsv[..., 0], hsv[..., 1], hsv[..., 2]
-    i = np.floor(h * 6.0)
-    f = h * 6.0 - i
-    p, q, t = v * (1.0 - s), v * (1.0 - s * f), v * (1.0 - s * (1.0 - f))
-    i = i.astype(np.int64) % 6
-    choices = [(v, t, p), (q, v, p), (p, v, t), (p, q, v), (t, p, v), (v, p, q)]
-    return np.stack([np.choose(i, [c[k] for c in choices]) for k in range(3)], axis=-1)
+    The hue in sixths of a turn, ``h6``, comes from the largest channel; the way back needs no
+    per-sector table: channel ``n`` is ``v - (v - min) * clip(min(k, 4 - k), 0, 1)`` with
+    ``k = (offset_n + h6) mod 6`` and offsets 5, 3, 1 for R, G, B (the six-sector HSV formula in
+    one expression). Works on contiguous channel planes, so each pass streams through memory."""
+    r, g, b = np.ascontiguousarray(np.moveaxis(rgb, -1, 0))
+    v = np.maximum(np.maximum(r, g), b)
+    span = v - np.minimum(np.minimum(r, g), b)
+    safe_span = np.where(span > 0, span, 1)
+    h6 = np.where(v == r, (g - b) / safe_span, np.where(v == g, 2 + (b - r) / safe_span, 4 + (r - g) / safe_span))
+    h6 = (h6 + rgb.dtype.type(6.0 * turns)) % 6  # a gray pixel's hue does not matter: its span is 0
+    out = np.empty(rgb.shape, rgb.dtype)
+    for channel, offset in enumerate((5, 3, 1)):
+        k = h6 + rgb.dtype.type(offset)
+        k = np.where(k >= 6, k - 6, k)  # (offset + h6) mod 6, as h6 is in [0, 6)
+        out[..., channel] = v - span * np.clip(np.minimum(k, 4 - k), 0, 1)
+    return out
 
 
 def adjust_hue(a: np.ndarray, factor: float) -> np.ndarray:
-    def shift(rgb):
-        hsv = rgb_to_hsv(rgb)
-        hsv[..., 0] = (hsv[..., 0] + factor) % 1.0
-        return hsv_to_rgb(hsv)
-
-    return _rgb_only(a, shift, "adjust_hue")
+    return _rgb_only(a, lambda rgb: shift_hue(rgb, factor), "adjust_hue")

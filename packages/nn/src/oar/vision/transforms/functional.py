@@ -2,9 +2,22 @@
 
 Each function takes a numpy array (``HxW`` or ``HxWxC``, uint8 or float), a PIL image (when
 Pillow is installed) or an ``oar.Tensor`` (``CxHxW`` or ``HxW``) and returns the same kind.
-Numpy kernels do the work (see ``_kernels`` for the coordinate conventions); PIL images go
-through numpy and back, except ``resize`` and ``rotate``, which use Pillow's own resampling, as
-Paddle's ``pil`` backend does.
+Numpy kernels do the work for arrays and tensors (see ``_kernels`` for the coordinate
+conventions). PIL images use Pillow's own operations, the ones Paddle's ``pil`` backend calls, so
+their results are Paddle's: ``resize``, ``rotate``, ``affine`` and ``perspective`` (Pillow's
+resampling), ``hflip``, ``vflip``, ``crop``, constant ``pad``, ``to_grayscale``, the
+``adjust_*`` functions (``ImageEnhance``; the hue through Pillow's 8-bit HSV, as Paddle) for
+``L``, ``RGB`` and ``RGBA`` images. Other modes and the other ``pad`` modes go through numpy and
+back. Pillow truncates blended values where the numpy kernels round them, so a PIL image's
+result can be one level below the same array's; Pillow's HSV has 256 hues, so ``adjust_hue`` on
+a PIL image can differ from the array's by a few levels.
+
+Differences from Paddle: ``affine`` and ``perspective`` follow Pillow's convention for numpy
+arrays and tensors too (Paddle calls OpenCV or its grid sampler for those, which can differ by a
+pixel at the borders), and integer results of bilinear sampling are rounded where Pillow
+truncates; their ``fill`` is honoured for PIL images (Paddle's ``pil`` backend hands it to an
+argument Pillow ignores, so its uncovered area is always black). ``pad``'s numeric ``fill`` fills
+every band of a PIL image (Pillow, under Paddle, reads an int as a packed colour: red only).
 
 >>> import numpy as np
 >>> from oar.vision.transforms import functional as F
@@ -17,6 +30,7 @@ Paddle's ``pil`` backend does.
 
 from __future__ import annotations
 
+import math
 import numbers
 import sys
 from collections.abc import Sequence
@@ -30,6 +44,9 @@ from oar.vision.transforms import _kernels as K
 
 def _pil_image_module():
     return sys.modules.get("PIL.Image")  # an image cannot be a PIL image unless Pillow is imported
+
+
+_PILLOW_COLOUR_MODES = ("L", "RGB", "RGBA")  # the 8-bit modes that take Pillow's colour operations and fills
 
 
 def _is_pil_image(img) -> bool:
@@ -178,13 +195,21 @@ def to_grayscale(img, num_output_channels: int = 1):
 
 
 # -- geometry -------------------------------------------------------------------------------------
+_PIL_FLIP_LEFT_RIGHT, _PIL_FLIP_TOP_BOTTOM = 0, 1  # Pillow's Image.Transpose values
+
+
 def hflip(img):
     """Mirror left-right."""
-    return _apply(img, lambda a: np.ascontiguousarray(a[:, ::-1]), "hflip")
+    if _is_pil_image(img):
+        return img.transpose(_PIL_FLIP_LEFT_RIGHT)
+    # np.take copies whole pixels; copying the reversed view goes value by value, twice as slow
+    return _apply(img, lambda a: np.take(a, np.arange(a.shape[1] - 1, -1, -1), axis=1), "hflip")
 
 
 def vflip(img):
     """Mirror top-bottom."""
+    if _is_pil_image(img):
+        return img.transpose(_PIL_FLIP_TOP_BOTTOM)
     return _apply(img, lambda a: np.ascontiguousarray(a[::-1]), "vflip")
 
 
@@ -192,6 +217,9 @@ def crop(img, top: int, left: int, height: int, width: int):
     """The ``height x width`` box at ``(top, left)``; parts outside the image are zeros."""
     if height <= 0 or width <= 0:
         raise ArgumentError(f"crop: height and width must be positive, got {height}x{width}")
+    if _is_pil_image(img):  # Pillow fills the parts outside the image with zeros too
+        top, left = int(top), int(left)
+        return img.crop((left, top, left + int(width), top + int(height)))
     return _apply(img, lambda a: K.crop(a, int(top), int(left), int(height), int(width)), "crop")
 
 
@@ -248,6 +276,18 @@ def _pad_sides(padding) -> tuple[int, int, int, int]:
     raise ArgumentError(f"pad: padding must be an int or a sequence of 2 or 4 ints, got {padding!r}")
 
 
+def _pil_band_colour(fill, img) -> tuple[int, ...]:
+    """``fill`` (a number, or one per band) as one uint8 per band of ``img``: rounded half up and
+    clipped, as the numpy kernels cast; in plain Python, as numpy's per-call overhead would cost
+    as much as Pillow's whole pad."""
+    bands = len(img.getbands())
+    values = [fill] if isinstance(fill, numbers.Number) else list(fill) if isinstance(fill, Sequence) else None
+    if values is None or len(values) not in (1, bands) or not all(isinstance(v, numbers.Number) for v in values):
+        K.channel_values(fill, bands, "pad: fill")  # raises, with the message the numpy path gives
+        raise ArgumentError(f"pad: fill: expected a number or {bands} numbers (one per channel), got {fill!r}")
+    return tuple(min(max(math.floor(v + 0.5), 0), 255) for v in values * (bands // len(values)))
+
+
 def pad(img, padding, fill=0, padding_mode: str = "constant"):
     """Pad the borders. ``padding``: an int (all sides), ``(left/right, top/bottom)`` or
     ``(left, top, right, bottom)``; ``padding_mode``: ``'constant'`` (with ``fill``, a number
@@ -267,6 +307,10 @@ def pad(img, padding, fill=0, padding_mode: str = "constant"):
     h, w = _image_size(img, "pad")
     if padding_mode == "reflect" and (max(left, right) >= w or max(top, bottom) >= h):
         raise ArgumentError(f"pad: 'reflect' padding must be smaller than the image ({h}x{w}), got {padding!r}")
+    if _is_pil_image(img) and padding_mode == "constant" and img.mode in _PILLOW_COLOUR_MODES:
+        out = _pil_image_module().new(img.mode, (w + left + right, h + top + bottom), _pil_band_colour(fill, img))
+        out.paste(img, (left, top))
+        return out
     return _apply(img, lambda a: K.pad(a, left, top, right, bottom, fill, padding_mode), "pad")
 
 
@@ -289,6 +333,150 @@ def rotate(img, angle: float, interpolation: str = "nearest", expand: bool = Fal
     return _apply(img, lambda a: K.rotate(a, float(angle), interpolation, bool(expand), center, fill), "rotate")
 
 
+def _affine_matrix(center, angle: float, translate, scale: float, shear) -> list[float]:
+    """Paddle's ``_get_affine_matrix``: the inverse map (output -> input) of a rotation by
+    ``angle`` and shear by ``shear`` (degrees) about ``center``, scaling by ``scale``, then a
+    translation by ``translate``, as Pillow's ``AFFINE`` data."""
+    rot = math.radians(angle)
+    sx, sy = math.radians(shear[0]), math.radians(shear[1])
+    a = math.cos(rot - sy) / math.cos(sy)
+    b = -math.cos(rot - sy) * math.tan(sx) / math.cos(sy) - math.sin(rot)
+    c = math.sin(rot - sy) / math.cos(sy)
+    d = -math.sin(rot - sy) * math.tan(sx) / math.cos(sy) + math.cos(rot)
+    cx, cy = center
+    tx, ty = translate
+    matrix = [x / scale for x in (d, -b, 0.0, -c, a, 0.0)]
+    matrix[2] += matrix[0] * (-cx - tx) + matrix[1] * (-cy - ty) + cx
+    matrix[5] += matrix[3] * (-cx - tx) + matrix[4] * (-cy - ty) + cy
+    return matrix
+
+
+def _shear_pair(shear) -> tuple[float, float]:
+    if isinstance(shear, numbers.Number) and not isinstance(shear, bool):
+        return float(shear), 0.0
+    if isinstance(shear, Sequence) and len(shear) == 1:
+        return float(shear[0]), float(shear[0])
+    if isinstance(shear, Sequence) and len(shear) == 2:
+        return float(shear[0]), float(shear[1])
+    raise ArgumentError(f"affine: shear must be a number or a sequence of 1 or 2 numbers (degrees), got {shear!r}")
+
+
+def _pil_fill(fill, mode: str):
+    """A Pillow fill colour: one number per band (Paddle repeats an int three times, which
+    Pillow rejects for a one-band image)."""
+    if isinstance(fill, Sequence):
+        return tuple(int(v) if mode not in ("F", "I") else v for v in fill)
+    return fill
+
+
+def affine(img, angle: float, translate, scale: float, shear, interpolation: str = "nearest", fill=0, center=None):
+    """Rotate by ``angle`` degrees clockwise (the opposite of ``rotate``, as Paddle's), scale by
+    ``scale``, shear by ``shear`` (degrees: a number for x, or ``(x, y)``) about ``center``
+    (``(x, y)``, default the image centre), then translate by ``translate`` (``(dx, dy)``
+    pixels); the output keeps the input's size and the uncovered area takes ``fill``.
+
+    The map is Paddle's; it is applied as Pillow's ``AFFINE`` transform (Paddle's ``pil``
+    backend) for every image kind: numpy arrays and tensors too, where Paddle calls OpenCV or
+    its grid sampler, which can differ by a pixel at the borders.
+
+    >>> import numpy as np
+    >>> from oar.vision.transforms import functional as F
+    >>> F.affine(np.arange(9).reshape(3, 3), angle=0, translate=(1, 0), scale=1.0, shear=0).tolist()
+    [[0, 0, 1], [0, 3, 4], [0, 6, 7]]
+    """
+    if isinstance(angle, bool) or not isinstance(angle, numbers.Number):
+        raise ArgumentError(f"affine: angle must be a number (degrees), got {angle!r}")
+    if not (isinstance(translate, Sequence) and len(translate) == 2):
+        raise ArgumentError(f"affine: translate must be a sequence (dx, dy), got {translate!r}")
+    if not isinstance(scale, numbers.Number) or scale <= 0:
+        raise ArgumentError(f"affine: scale must be a positive number, got {scale!r}")
+    if center is not None and not (isinstance(center, Sequence) and len(center) == 2):
+        raise ArgumentError(f"affine: center must be None or a sequence (x, y), got {center!r}")
+    shear = _shear_pair(shear)
+    h, w = _image_size(img, "affine")
+    center = (w * 0.5, h * 0.5) if center is None else (float(center[0]), float(center[1]))
+    matrix = _affine_matrix(center, float(angle), [float(t) for t in translate], float(scale), shear)
+    if _is_pil_image(img):
+        if interpolation not in ("nearest", "bilinear", "bicubic"):
+            raise ArgumentError(f"affine: interpolation must be 'nearest', 'bilinear' or 'bicubic', got {interpolation!r}")
+        image = _pil_image_module()
+        return img.transform(img.size, image.AFFINE, matrix, _PIL_RESAMPLE[interpolation],
+                             fillcolor=_pil_fill(fill, img.mode))
+    return _apply(img, lambda a: K.affine(a, matrix, h, w, interpolation, fill), "affine")
+
+
+def _perspective_coeffs(startpoints, endpoints) -> list[float]:
+    """The 8 coefficients of the projective map taking each end point to its start point (the
+    inverse map Pillow's ``PERSPECTIVE`` transform wants), solved by least squares as Paddle."""
+    rows = np.zeros((2 * len(startpoints), 8))
+    for i, ((x, y), (u, v)) in enumerate(zip(endpoints, startpoints)):
+        rows[2 * i] = [x, y, 1, 0, 0, 0, -u * x, -u * y]
+        rows[2 * i + 1] = [0, 0, 0, x, y, 1, -v * x, -v * y]
+    return np.linalg.lstsq(rows, np.asarray(startpoints, np.float64).reshape(-1), rcond=None)[0].tolist()
+
+
+def _check_points(points, what: str) -> list[list[float]]:
+    a = np.asarray(points, dtype=np.float64) if isinstance(points, (Sequence, np.ndarray)) else None
+    if a is None or a.shape != (4, 2):
+        raise ArgumentError(f"perspective: {what} must be four [x, y] corners, got {points!r}")
+    return a.tolist()
+
+
+def perspective(img, startpoints, endpoints, interpolation: str = "nearest", fill=0):
+    """Warp so that the four corners ``startpoints`` (``[[x, y], ...]``: top-left, top-right,
+    bottom-right, bottom-left) land on ``endpoints``; the output keeps the input's size and the
+    uncovered area takes ``fill``. Applied as Pillow's ``PERSPECTIVE`` transform (Paddle's
+    ``pil`` backend) for every image kind, like ``affine``.
+
+    >>> import numpy as np
+    >>> from oar.vision.transforms import functional as F
+    >>> corners = [[0, 0], [3, 0], [3, 3], [0, 3]]
+    >>> F.perspective(np.arange(16).reshape(4, 4), corners, corners).tolist()[1]
+    [4, 5, 6, 7]
+    """
+    coeffs = _perspective_coeffs(_check_points(startpoints, "startpoints"), _check_points(endpoints, "endpoints"))
+    if _is_pil_image(img):
+        if interpolation not in ("nearest", "bilinear", "bicubic"):
+            raise ArgumentError(
+                f"perspective: interpolation must be 'nearest', 'bilinear' or 'bicubic', got {interpolation!r}")
+        image = _pil_image_module()
+        return img.transform(img.size, image.PERSPECTIVE, coeffs, _PIL_RESAMPLE[interpolation],
+                             fillcolor=_pil_fill(fill, img.mode))
+    return _apply(img, lambda a: K.perspective(a, coeffs, interpolation, fill), "perspective")
+
+
+def erase(img, i: int, j: int, h: int, w: int, v, inplace: bool = False):
+    """Replace the ``h x w`` box at row ``i``, column ``j`` with ``v``: a value, one per channel,
+    or an array of the box's shape (``HxWxC`` for numpy and PIL images, ``CxHxW`` for
+    tensors). Float values written into an integer image are rounded and clipped to its range
+    (Paddle lets numpy wrap them around). ``inplace=True`` writes into a numpy array or tensor
+    (a PIL image is always copied).
+
+    >>> import numpy as np
+    >>> from oar.vision.transforms import functional as F
+    >>> F.erase(np.ones((3, 3), np.uint8), 1, 1, 2, 2, 0).tolist()
+    [[1, 1, 1], [1, 0, 0], [1, 0, 0]]
+    """
+    _check_image(img, "erase")
+    i, j, h, w = int(i), int(j), int(h), int(w)
+    if h < 0 or w < 0:
+        raise ArgumentError(f"erase: h and w must not be negative, got {h}x{w}")
+    if _is_tensor_image(img):
+        out = img if inplace else img.clone()
+        value = v if isinstance(v, oar.Tensor) else oar.to_tensor(np.asarray(v, np.float64), dtype=img.dtype)
+        out[..., i : i + h, j : j + w] = value
+        return out
+    pil = _is_pil_image(img)
+    out = np.array(_from_pil(img)) if pil else (img if inplace else img.copy())
+    value = np.asarray(v)
+    if out.ndim == 2 and value.ndim == 3:
+        value = value[..., 0]  # one value per channel, for a one-channel image
+    if np.issubdtype(value.dtype, np.floating) and not np.issubdtype(out.dtype, np.floating):
+        value = K.cast_like(value, out)  # rounded and clipped (numpy's cast would wrap noise * 255 around)
+    out[i : i + h, j : j + w, ...] = value
+    return _to_pil(out, img) if pil else out
+
+
 # -- colour ---------------------------------------------------------------------------------------
 def _check_factor(factor, what: str) -> float:
     if not isinstance(factor, numbers.Number) or factor < 0:
@@ -296,21 +484,34 @@ def _check_factor(factor, what: str) -> float:
     return float(factor)
 
 
+def _pil_enhance(img, enhancer: str, factor: float):
+    """Pillow's ``ImageEnhance.<enhancer>`` by ``factor`` (what Paddle's ``pil`` backend calls)."""
+    from PIL import ImageEnhance  # Pillow is optional: imported only once a PIL image is here
+
+    return getattr(ImageEnhance, enhancer)(img).enhance(factor)
+
+
 def adjust_brightness(img, brightness_factor: float):
     """Scale the values by ``brightness_factor`` (0 gives black, 1 the original)."""
     factor = _check_factor(brightness_factor, "adjust_brightness")
+    if _is_pil_image(img) and img.mode in _PILLOW_COLOUR_MODES:
+        return _pil_enhance(img, "Brightness", factor)  # alpha kept
     return _apply(img, lambda a: K.blend(a, 0.0, factor), "adjust_brightness")
 
 
 def adjust_contrast(img, contrast_factor: float):
     """Blend with the mean luma: 0 gives a uniform gray image, 1 the original."""
     factor = _check_factor(contrast_factor, "adjust_contrast")
+    if _is_pil_image(img) and img.mode in _PILLOW_COLOUR_MODES:
+        return _pil_enhance(img, "Contrast", factor)  # the mean luma rounded to an integer first
     return _apply(img, lambda a: K.blend(a, K.grayscale(a).mean(), factor), "adjust_contrast")
 
 
 def adjust_saturation(img, saturation_factor: float):
     """Blend with the luma: 0 gives a gray image, 1 the original, 2 doubles the saturation."""
     factor = _check_factor(saturation_factor, "adjust_saturation")
+    if _is_pil_image(img) and img.mode in _PILLOW_COLOUR_MODES:
+        return _pil_enhance(img, "Color", factor)
     return _apply(img, lambda a: K.adjust_saturation(a, factor), "adjust_saturation")
 
 
@@ -318,10 +519,18 @@ def adjust_hue(img, hue_factor: float):
     """Shift the hue by ``hue_factor`` turns, in ``[-0.5, 0.5]`` (HSV round trip)."""
     if not isinstance(hue_factor, numbers.Number) or not -0.5 <= hue_factor <= 0.5:
         raise ArgumentError(f"adjust_hue: hue_factor must be in [-0.5, 0.5], got {hue_factor!r}")
+    if _is_pil_image(img) and img.mode == "L":
+        return img.copy()
+    if _is_pil_image(img) and img.mode == "RGB":
+        # Paddle's pil backend: Pillow's 8-bit HSV, the hue shifted by whole 1/255 turns (truncated).
+        image = _pil_image_module()
+        hue, saturation, value = img.convert("HSV").split()
+        shifted = (np.asarray(hue, np.int16) + int(hue_factor * 255)) % 256
+        return image.merge("HSV", (image.fromarray(shifted.astype(np.uint8)), saturation, value)).convert("RGB")
     return _apply(img, lambda a: K.adjust_hue(a, float(hue_factor)), "adjust_hue")
 
 
 __all__ = [
     "to_tensor", "normalize", "to_grayscale", "hflip", "vflip", "crop", "center_crop", "resize", "pad",
-    "rotate", "adjust_brightness", "adjust_contrast", "adjust_saturation", "adjust_hue",
+    "rotate", "adjust_brightness", "adjust_contrast", "adjust_saturation", "adjust_hue", "affine", "perspective", "erase",
 ]

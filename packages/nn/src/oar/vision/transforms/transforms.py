@@ -3,7 +3,8 @@ PIL images, or ``CxHxW`` tensors) built on ``functional``.
 
 Random transforms draw from oar's global generator, so ``oar.seed(n)`` makes a pipeline
 reproducible. Each call draws its random parameters once and applies them to every input it is
-given, so with ``keys=("image", "mask")`` an image and its mask get the same crop or flip.
+given, so with ``keys=("image", "mask")`` an image and its mask get the same crop or flip; this
+holds for ``RandomAffine`` and ``RandomPerspective`` too, which in Paddle take no masks.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+import oar
 from oar.errors import ArgumentError
 from oar.ops import default_generator
 from oar.vision.transforms import functional as F
@@ -418,6 +420,225 @@ class RandomRotation(BaseTransform):
         return F.rotate(mask, self.params, "nearest", self.expand, self.center, 0)
 
 
+def _angle_range(value, name: str, sizes=(2,)) -> list[float]:
+    """Paddle's ``_setup_angle``: a number ``d`` -> ``[-d, d]``; else a sequence of ``sizes``."""
+    if isinstance(value, numbers.Number) and not isinstance(value, bool):
+        if value < 0:
+            raise ArgumentError(f"{name}: a single value must be non-negative, got {value}")
+        return [-float(value), float(value)]
+    if not (isinstance(value, Sequence) and len(value) in sizes):
+        raise ArgumentError(f"{name}: expected a number or a sequence of {' or '.join(map(str, sizes))} numbers, "
+                            f"got {value!r}")
+    return [float(v) for v in value]
+
+
+def _check_pair(value, name: str) -> None:
+    if not (isinstance(value, Sequence) and len(value) == 2):
+        raise ArgumentError(f"{name}: expected a sequence of 2 numbers, got {value!r}")
+
+
+def _check_interpolation(interpolation: str, name: str) -> None:
+    if interpolation not in ("nearest", "bilinear", "bicubic"):
+        raise ArgumentError(f"{name}: interpolation must be 'nearest', 'bilinear' or 'bicubic', got {interpolation!r}")
+
+
+class RandomAffine(BaseTransform):
+    """A random affine map (see ``functional.affine``): an angle drawn from ``degrees`` (``(-d,
+    d)`` for a number ``d``), a translation of up to ``translate = (fx, fy)`` times the width
+    and height (whole pixels), a scale drawn from ``scale = (min, max)``, and a shear drawn from
+    ``shear`` (a number ``s`` -> x shear in ``(-s, s)``; ``(min, max)`` for x; ``(xmin, xmax,
+    ymin, ymax)`` for both). Masks get the same map with nearest sampling and fill 0.
+
+    >>> import numpy as np
+    >>> import oar
+    >>> import oar.vision.transforms as T
+    >>> _ = oar.seed(0)
+    >>> T.RandomAffine(15, translate=(0.1, 0.1), scale=(0.9, 1.1), shear=5)(np.zeros((8, 8, 3), np.uint8)).shape
+    (8, 8, 3)
+    """
+
+    def __init__(self, degrees, translate=None, scale=None, shear=None, interpolation: str = "nearest", fill=0,
+                 center=None, keys=None):
+        self.degrees = _angle_range(degrees, "RandomAffine: degrees")
+        super().__init__(keys)
+        _check_interpolation(interpolation, "RandomAffine")
+        self.interpolation = interpolation
+        if translate is not None:
+            _check_pair(translate, "RandomAffine: translate")
+            if not all(0.0 <= t <= 1.0 for t in translate):
+                raise ArgumentError(f"RandomAffine: translate values must be in [0, 1], got {translate!r}")
+        self.translate = translate
+        if scale is not None:
+            _check_pair(scale, "RandomAffine: scale")
+            if not all(s > 0 for s in scale):
+                raise ArgumentError(f"RandomAffine: scale values must be positive, got {scale!r}")
+        self.scale = scale
+        self.shear = None if shear is None else _angle_range(shear, "RandomAffine: shear", sizes=(2, 4))
+        if fill is None:
+            fill = 0
+        elif not isinstance(fill, (Sequence, numbers.Number)):
+            raise ArgumentError(f"RandomAffine: fill must be a number or a sequence, got {fill!r}")
+        self.fill = fill
+        if center is not None:
+            _check_pair(center, "RandomAffine: center")
+        self.center = center
+
+    def _get_params(self, inputs):
+        width_height = F._image_size(_first_image(inputs))[::-1]
+        rng = default_generator()
+        angle = float(rng.uniform(*self.degrees))
+        if self.translate is not None:
+            max_dx, max_dy = (float(f * size) for f, size in zip(self.translate, width_height))
+            translations = (int(rng.uniform(-max_dx, max_dx)), int(rng.uniform(-max_dy, max_dy)))
+        else:
+            translations = (0, 0)
+        scale = float(rng.uniform(*self.scale)) if self.scale is not None else 1.0
+        shear_x = shear_y = 0.0
+        if self.shear is not None:
+            shear_x = float(rng.uniform(self.shear[0], self.shear[1]))
+            if len(self.shear) == 4:
+                shear_y = float(rng.uniform(self.shear[2], self.shear[3]))
+        return angle, translations, scale, (shear_x, shear_y)
+
+    def _apply_image(self, img):
+        return F.affine(img, *self.params, interpolation=self.interpolation, fill=self.fill, center=self.center)
+
+    def _apply_mask(self, mask):
+        return F.affine(mask, *self.params, interpolation="nearest", fill=0, center=self.center)
+
+
+class RandomPerspective(BaseTransform):
+    """With probability ``prob``, a random perspective warp (see ``functional.perspective``):
+    each corner moves inwards by up to ``distortion_scale`` times half the width and height
+    (``distortion_scale`` in [0, 1]). Masks get the same warp with nearest sampling and fill 0.
+
+    >>> import numpy as np
+    >>> import oar.vision.transforms as T
+    >>> T.RandomPerspective(prob=1.0, distortion_scale=0.5)(np.zeros((8, 8, 3), np.uint8)).shape
+    (8, 8, 3)
+    """
+
+    def __init__(self, prob: float = 0.5, distortion_scale: float = 0.5, interpolation: str = "nearest", fill=0,
+                 keys=None):
+        super().__init__(keys)
+        if not 0.0 <= prob <= 1.0:
+            raise ArgumentError(f"RandomPerspective: prob must be in [0, 1], got {prob}")
+        if not 0.0 <= distortion_scale <= 1.0:
+            raise ArgumentError(f"RandomPerspective: distortion_scale must be in [0, 1], got {distortion_scale}")
+        _check_interpolation(interpolation, "RandomPerspective")
+        if not isinstance(fill, (numbers.Number, str, Sequence)):
+            raise ArgumentError(f"RandomPerspective: fill must be a number or a sequence, got {fill!r}")
+        self.prob = prob
+        self.distortion_scale = distortion_scale
+        self.interpolation = interpolation
+        self.fill = fill
+
+    def get_params(self, width: int, height: int, distortion_scale: float):
+        """``(startpoints, endpoints)``: the image corners and where they move, as Paddle's."""
+        rng = default_generator()
+        dx, dy = int(distortion_scale * (width // 2)), int(distortion_scale * (height // 2))
+
+        def near(low, high):
+            return int(rng.uniform(low, high))
+
+        topleft = [near(0, dx + 1), near(0, dy + 1)]
+        topright = [near(width - dx - 1, width), near(0, dy + 1)]
+        botright = [near(width - dx - 1, width), near(height - dy - 1, height)]
+        botleft = [near(0, dx + 1), near(height - dy - 1, height)]
+        startpoints = [[0, 0], [width - 1, 0], [width - 1, height - 1], [0, height - 1]]
+        return startpoints, [topleft, topright, botright, botleft]
+
+    def _get_params(self, inputs):
+        if default_generator().random() >= self.prob:
+            return None
+        height, width = F._image_size(_first_image(inputs))
+        return self.get_params(width, height, self.distortion_scale)
+
+    def _apply_image(self, img):
+        return img if self.params is None else F.perspective(img, *self.params, self.interpolation, self.fill)
+
+    def _apply_mask(self, mask):
+        return mask if self.params is None else F.perspective(mask, *self.params, "nearest", 0)
+
+
+class RandomErasing(BaseTransform):
+    """With probability ``prob``, erase a random box (an area fraction in ``scale``, aspect
+    ratio in ``ratio``, sampled log-uniformly; up to 10 draws, else nothing is erased) with
+    ``value``: a number, one per channel, or ``"random"`` (standard normal noise, times 255 for
+    numpy and PIL images, as Paddle). ``inplace`` writes into a numpy array or tensor. Numpy and
+    PIL images are ``HxWxC``, tensors ``CxHxW``.
+
+    >>> import numpy as np
+    >>> import oar
+    >>> import oar.vision.transforms as T
+    >>> _ = oar.seed(0)
+    >>> out = T.RandomErasing(prob=1.0, value=0)(np.full((8, 8, 3), 9, np.uint8))
+    >>> out.shape, bool((out == 0).any()), bool((out == 9).any())
+    ((8, 8, 3), True, True)
+    """
+
+    def __init__(self, prob: float = 0.5, scale=(0.02, 0.33), ratio=(0.3, 3.3), value=0, inplace: bool = False,
+                 keys=None):
+        super().__init__(keys)
+        if not (isinstance(scale, (tuple, list)) and len(scale) == 2 and 0 <= scale[0] <= scale[1] <= 1):
+            raise ArgumentError(f"RandomErasing: scale must be (min, max) within [0, 1], got {scale!r}")
+        if not (isinstance(ratio, (tuple, list)) and len(ratio) == 2 and 0 <= ratio[0] <= ratio[1]):
+            raise ArgumentError(f"RandomErasing: ratio must be (min, max) with 0 <= min <= max, got {ratio!r}")
+        if not 0.0 <= prob <= 1.0:
+            raise ArgumentError(f"RandomErasing: prob must be in [0, 1], got {prob}")
+        if isinstance(value, str) and value != "random":
+            raise ArgumentError(f"RandomErasing: a string value must be 'random', got {value!r}")
+        if not isinstance(value, (numbers.Number, str, tuple, list)):
+            raise ArgumentError(f"RandomErasing: value must be a number, a sequence or 'random', got {value!r}")
+        if isinstance(value, (tuple, list)) and len(value) not in (1, 3):
+            raise ArgumentError(f"RandomErasing: value must have 1 or 3 entries (one per channel), got {value!r}")
+        self.prob = prob
+        self.scale = scale
+        self.ratio = ratio
+        self.value = value
+        self.inplace = inplace
+
+    def _get_params(self, inputs):
+        rng = default_generator()
+        if rng.random() >= self.prob:
+            return None
+        img = _first_image(inputs)
+        h, w = F._image_size(img)
+        log_ratio = (math.log(self.ratio[0]), math.log(self.ratio[1]))
+        for _ in range(10):
+            erase_area = rng.uniform(*self.scale) * h * w
+            aspect_ratio = math.exp(rng.uniform(*log_ratio))
+            erase_h = int(round(math.sqrt(erase_area * aspect_ratio)))
+            erase_w = int(round(math.sqrt(erase_area / aspect_ratio)))
+            if erase_h >= h or erase_w >= w:
+                continue
+            top, left = int(rng.integers(0, h - erase_h + 1)), int(rng.integers(0, w - erase_w + 1))
+            return top, left, erase_h, erase_w, self._fill_value(img, erase_h, erase_w, rng)
+        return None
+
+    def _fill_value(self, img, erase_h: int, erase_w: int, rng):
+        tensor = F._is_tensor_image(img)
+        channels = (img.shape[0] if img.ndim == 3 else 1) if tensor else self._numpy_channels(img)
+        if self.value == "random":
+            noise = rng.standard_normal((channels, erase_h, erase_w) if tensor else (erase_h, erase_w, channels))
+            return noise if tensor else noise * 255
+        values = np.atleast_1d(np.asarray(self.value, np.float64))
+        return values[:, None, None] if tensor else values[None, None, :]
+
+    @staticmethod
+    def _numpy_channels(img) -> int:
+        a = F._from_pil(img) if F._is_pil_image(img) else img
+        return 1 if a.ndim == 2 else a.shape[2]
+
+    def _apply_image(self, img):
+        if self.params is None:
+            return img
+        top, left, erase_h, erase_w, value = self.params
+        if F._is_tensor_image(img):
+            value = oar.to_tensor(np.asarray(value), dtype=img.dtype)
+        return F.erase(img, top, left, erase_h, erase_w, value, self.inplace)
+
+
 # -- colour ---------------------------------------------------------------------------------------
 def _factor_range(value, name: str, center: float = 1.0, bound=(0.0, float("inf")), clip_first_on_zero=True):
     """Paddle's ``_check_input``: a number ``v`` -> ``[center - v, center + v]``; None if no-op."""
@@ -524,4 +745,5 @@ __all__ = [
     "BaseTransform", "Compose", "ToTensor", "Normalize", "Transpose", "Grayscale", "Resize", "CenterCrop", "Pad",
     "RandomCrop", "RandomResizedCrop", "RandomHorizontalFlip", "RandomVerticalFlip", "RandomRotation",
     "BrightnessTransform", "ContrastTransform", "SaturationTransform", "HueTransform", "ColorJitter",
+    "RandomAffine", "RandomPerspective", "RandomErasing",
 ]
