@@ -26,9 +26,10 @@ from oar.utils import lazy_exports
 # ``import oar`` program does on its first op -- imports none of the predictor's machinery.
 _EXPORTS = {
     "oar.inference.config": ["Config", "PassBuilder", "PlaceType", "PrecisionType"],
+    "oar.inference.mixed_precision": ["convert_to_mixed_precision"],
     "oar.inference.parity": ["Difference", "ParityReport", "check_parity"],
     "oar.inference.predictor": ["DataType", "Predictor", "PredictorPool", "Tensor", "create_predictor",
-                                "get_version"],
+                                "get_version", "get_num_bytes_of_data_type"],
 }
 __getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)
 

@@ -348,3 +348,19 @@ class PredictorPool:
 def get_version() -> str:
     """The version of oar that runs the predictors."""
     return f"oar {oar.__version__}"
+
+
+def get_num_bytes_of_data_type(dtype: DataType) -> int:
+    """The bytes of one element of ``dtype`` (a ``DataType``), as Paddle's function.
+
+    Paddle 3.3.1 returns -1 for FLOAT64, FLOAT16, BFLOAT16, INT8 and BOOL (its switch lists
+    FLOAT32, INT64, INT32 and UINT8 only); oar gives every type's size.
+
+    >>> import oar.inference as paddle_infer
+    >>> paddle_infer.get_num_bytes_of_data_type(paddle_infer.DataType.FLOAT16)
+    2
+    """
+    if not isinstance(dtype, DataType):
+        raise ArgumentError(f"get_num_bytes_of_data_type: expected an oar.inference.DataType, got "
+                            f"{type(dtype).__name__} ({dtype!r})")
+    return int(numpy_dtype(dtype.value).itemsize)

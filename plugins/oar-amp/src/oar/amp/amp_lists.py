@@ -114,7 +114,7 @@ PADDLE_OPERATORS = {
 }
 
 # Where an op's declared category differs from Paddle's default lists (FP16_BLACK_LIST names these).
-CATEGORY_OVERRIDES = {"tan": AMP_FP32, "reciprocal": AMP_FP32, "rsqrt": AMP_FP32}
+CATEGORY_OVERRIDES = {name: AMP_FP32 for name in ("tan", "reciprocal", "rsqrt", "acos", "asin", "atanh", "cosh", "sinh")}
 
 
 _API_INDEX: list = [None, {}]  # (the op names it was built from, the index)

@@ -489,6 +489,8 @@ def _axis(a: Args, axis: int, rank: int) -> int:
 UNARY = {
     "Abs": oar.abs, "Neg": oar.neg, "Exp": oar.exp, "Log": oar.log, "Sqrt": oar.sqrt, "Reciprocal": oar.reciprocal,
     "Sin": oar.sin, "Cos": oar.cos, "Tan": oar.tan, "Tanh": oar.tanh, "Sigmoid": F.sigmoid, "Erf": oar.erf,
+    "Asin": oar.asin, "Acos": oar.acos, "Atan": oar.atan, "Sinh": oar.sinh, "Cosh": oar.cosh, "Asinh": oar.asinh,
+    "Acosh": oar.acosh, "Atanh": oar.atanh,
     "Ceil": oar.ceil, "Floor": oar.floor, "Sign": oar.sign, "Relu": F.relu, "IsNaN": oar.isnan,
     "Not": oar.logical_not, "Softsign": F.softsign, "HardSwish": F.hardswish, "Mish": F.mish, "Round": oar.round,
     "Softplus": F.softplus, "BitwiseNot": oar.bitwise_not,

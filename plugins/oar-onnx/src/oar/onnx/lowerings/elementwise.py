@@ -64,6 +64,8 @@ def static_number(ctx, vid):
 FLOAT_OPS = {  # ops on floats: integer inputs are cast to the float output first
     "exp": "Exp", "log": "Log", "sqrt": "Sqrt", "sin": "Sin", "cos": "Cos", "tan": "Tan", "tanh": "Tanh",
     "sigmoid": "Sigmoid", "erf": "Erf", "reciprocal": "Reciprocal", "divide": "Div",
+    "acos": "Acos", "asin": "Asin", "atan": "Atan", "acosh": "Acosh", "asinh": "Asinh", "atanh": "Atanh",
+    "cosh": "Cosh", "sinh": "Sinh",
 }
 SAME_NODE = {
     "subtract": "Sub", "elementwise_pow": "Pow", "abs": "Abs", "sign": "Sign", "equal": "Equal",
@@ -419,3 +421,22 @@ def lower_full_like(node, ctx):
 not_lowered("random numbers: ONNX Runtime's generators draw other numbers than oar's, so an exported "
             "model could not give oar's results (export the model with the random part outside it)",
             "bernoulli", "gaussian", "uniform", "randint", "randperm", "multinomial")
+
+
+not_lowered("complex tensors: ONNX Runtime has no complex kernels for these, and an exported model's inputs and "
+            "outputs would have no complex type to take", "complex", "real", "imag", "angle", "conj", "as_complex",
+            "as_real", "fft_c2c", "fft_c2r", "fft_r2c")
+not_lowered("special functions with no ONNX op (gamma and Bessel functions, erfinv, the incomplete gamma "
+            "function): written out of elementary nodes they would not give oar's accuracy",
+            "lgamma", "digamma", "polygamma", "erfinv", "i0", "i0e", "i1", "i1e", "gammainc", "gammaincc")
+not_lowered("not lowered yet: ONNX could write it from elementary nodes (Exp, Log, Mul, Where, BitShift, ...)",
+            "expm1", "atan2", "hypot", "copysign", "nextafter", "heaviside", "fmax", "fmin", "frexp", "logaddexp",
+            "logit", "sinc", "signbit", "gcd", "lcm", "bitwise_left_shift", "bitwise_right_shift")
+not_lowered("outputs whose size depends on the values (unique, histograms, bin counts) or sorting-based scans "
+            "ONNX has no op for: export the model without them, or compute them after inference",
+            "unique", "unique_consecutive", "histogram", "histogram_bin_edges", "histogramdd", "bincount",
+            "searchsorted", "isin", "mode", "cummax", "cummin", "logcumsumexp")
+not_lowered("a reinterpretation of the bytes as another dtype (Tensor.view(dtype)): ONNX has no bit cast",
+            "view_dtype")
+not_lowered("random numbers: ONNX Runtime's generators draw other numbers than oar's (see above)",
+            "poisson", "binomial", "standard_gamma")

@@ -834,3 +834,9 @@ not_lowered(GRADIENT_OP, "adaptive_avg_pool_grad", "avg_pool_grad", "batch_norm_
             "log_softmax_grad", "max_pool_grad", "relu_grad", "softmax_grad", "softmax_with_cross_entropy_grad")
 not_lowered("CTC loss is a dynamic programme over the label alignments, which ONNX has no op for; export the "
             "model's logits and compute the loss outside", "warpctc")
+
+
+not_lowered("not lowered yet: ONNX could write the sliding windows of unfold and fold with Gather and "
+            "ScatterND nodes", "im2col", "col2im")
+not_lowered("dynamic programmes over a sequence (the RNN-T lattice, beam search's backtracking) that ONNX has no "
+            "op for: export the model without its loss or decoder", "warprnnt", "gather_tree")
