@@ -70,7 +70,7 @@ class CompileNotice(numba.core.event.Listener):
         self.depth += 1
         if self.depth == 1 and not self.said:
             self.started = time.perf_counter()
-            module = event.data["dispatcher"].py_func.__module__.rpartition(".")[2].strip("_")
+            module = (event.data["dispatcher"].py_func.__module__ or "fused loops").rpartition(".")[2].strip("_")
             self.timer = threading.Timer(max(0.0, self.NOTICE_AFTER - self.compiled_s), self.say, (module,))
             self.timer.daemon = True
             self.timer.start()
