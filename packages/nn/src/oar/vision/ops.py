@@ -628,40 +628,34 @@ def psroi_pool(x, boxes, boxes_num, output_size, spatial_scale=1.0, name=None):
     return oar.reshape(out, [len(box_values), out_channels, pooled_h, pooled_w])
 
 
-class RoIAlign(nn.Layer):
-    """:func:`roi_align` as a layer (Paddle's ``RoIAlign``); ``forward(x, boxes, boxes_num, aligned=True)``."""
+class _RoILayer(nn.Layer):
+    """A layer over one of the RoI functions: its output size and spatial scale, fixed."""
 
     def __init__(self, output_size, spatial_scale=1.0):
         super().__init__()
         self._output_size = output_size
         self._spatial_scale = spatial_scale
-
-    def forward(self, x, boxes, boxes_num, aligned=True):
-        return roi_align(x, boxes, boxes_num, self._output_size, self._spatial_scale, aligned=aligned)
-
-
-class RoIPool(nn.Layer):
-    """:func:`roi_pool` as a layer (Paddle's ``RoIPool``); ``forward(x, boxes, boxes_num)``."""
-
-    def __init__(self, output_size, spatial_scale=1.0):
-        super().__init__()
-        self._output_size = output_size
-        self._spatial_scale = spatial_scale
-
-    def forward(self, x, boxes, boxes_num):
-        return roi_pool(x, boxes, boxes_num, self._output_size, self._spatial_scale)
 
     def extra_repr(self):
         return f"output_size={self._output_size}, spatial_scale={self._spatial_scale}"
 
 
-class PSRoIPool(nn.Layer):
-    """:func:`psroi_pool` as a layer (Paddle's ``PSRoIPool``); ``forward(x, boxes, boxes_num)``."""
+class RoIAlign(_RoILayer):
+    """:func:`roi_align` as a layer (Paddle's ``RoIAlign``); ``forward(x, boxes, boxes_num, aligned=True)``."""
 
-    def __init__(self, output_size, spatial_scale=1.0):
-        super().__init__()
-        self._output_size = output_size
-        self._spatial_scale = spatial_scale
+    def forward(self, x, boxes, boxes_num, aligned=True):
+        return roi_align(x, boxes, boxes_num, self._output_size, self._spatial_scale, aligned=aligned)
+
+
+class RoIPool(_RoILayer):
+    """:func:`roi_pool` as a layer (Paddle's ``RoIPool``); ``forward(x, boxes, boxes_num)``."""
+
+    def forward(self, x, boxes, boxes_num):
+        return roi_pool(x, boxes, boxes_num, self._output_size, self._spatial_scale)
+
+
+class PSRoIPool(_RoILayer):
+    """:func:`psroi_pool` as a layer (Paddle's ``PSRoIPool``); ``forward(x, boxes, boxes_num)``."""
 
     def forward(self, x, boxes, boxes_num):
         return psroi_pool(x, boxes, boxes_num, self._output_size, self._spatial_scale)
