@@ -176,4 +176,6 @@ def __dir__():
     # without the subpackages and conveniences whose distribution is absent (find_spec imports nothing).
     public = {name for name in globals() if not name.startswith("_")} | {"__version__"}
     modules = {**{name: f"oar.{name}" for name in _LAZY_MODULES}, **{n: m for n, (m, _) in _LAZY_ATTRS.items()}}
-    return sorted(public | {name for name, module in modules.items() if _importlib_util.find_spec(module)})
+    # (the subpackage decides: find_spec of oar.nn.functional would import oar.nn, or fail without it)
+    installed = {name for name, module in modules.items() if _importlib_util.find_spec(".".join(module.split(".")[:2]))}
+    return sorted(public | installed)
