@@ -92,6 +92,17 @@ def _roi_batch_index(boxes_num, num_rois: int, batch: int, fn: str) -> np.ndarra
     return np.repeat(np.arange(batch), counts)
 
 
+def _roi_inputs(x, boxes, boxes_num, output_size, fn: str):
+    """The checked inputs of the RoI functions: the boxes as float64 [R, 4], the image of each box,
+    and the output size as (height, width)."""
+    _check_rank(x, 4, fn, "x")
+    box_values = _numpy(boxes, fn, "boxes").astype(np.float64)
+    if box_values.ndim != 2 or box_values.shape[1] != 4:
+        raise ShapeError(f"{fn}: boxes must be [R, 4], got shape {list(box_values.shape)}")
+    image_of = _roi_batch_index(boxes_num, len(box_values), x.shape[0], fn)
+    return box_values, image_of, _pair(output_size, fn, "output_size")
+
+
 def _weighted_gather(x, flat_index: np.ndarray, weight: np.ndarray):
     """``sum_s weight[..., s] * x.flatten()[flat_index[..., s]]``: reads and weights with oar ops, so the
     gradient to ``x`` is the scatter of ``weight``."""
@@ -496,13 +507,8 @@ def roi_align(x, boxes, boxes_num, output_size, spatial_scale=1.0, sampling_rati
     [[[[2.5]]]]
     """
     fn = "roi_align"
-    _check_rank(x, 4, fn, "x")
-    box_values = _numpy(boxes, fn, "boxes").astype(np.float64)
-    if box_values.ndim != 2 or box_values.shape[1] != 4:
-        raise ShapeError(f"{fn}: boxes must be [R, 4], got shape {list(box_values.shape)}")
+    box_values, image_of, (pooled_h, pooled_w) = _roi_inputs(x, boxes, boxes_num, output_size, fn)
     batch, channels, height, width = x.shape
-    pooled_h, pooled_w = _pair(output_size, fn, "output_size")
-    image_of = _roi_batch_index(boxes_num, len(box_values), batch, fn)
     shift = 0.5 if aligned else 0.0
     scaled = box_values * spatial_scale - shift
     roi_w = scaled[:, 2] - scaled[:, 0]
@@ -549,13 +555,8 @@ def roi_pool(x, boxes, boxes_num, output_size, spatial_scale=1.0, name=None):
     [[[[5.0, 7.0], [13.0, 15.0]]]]
     """
     fn = "roi_pool"
-    _check_rank(x, 4, fn, "x")
-    box_values = _numpy(boxes, fn, "boxes").astype(np.float64)
-    if box_values.ndim != 2 or box_values.shape[1] != 4:
-        raise ShapeError(f"{fn}: boxes must be [R, 4], got shape {list(box_values.shape)}")
+    box_values, image_of, (pooled_h, pooled_w) = _roi_inputs(x, boxes, boxes_num, output_size, fn)
     batch, channels, height, width = x.shape
-    pooled_h, pooled_w = _pair(output_size, fn, "output_size")
-    image_of = _roi_batch_index(boxes_num, len(box_values), batch, fn)
     corners = _round_half_away(box_values * spatial_scale).astype(np.int64)
     values = x.numpy()
     flat = np.zeros((len(box_values), channels, pooled_h, pooled_w, 1), dtype=np.int64)
@@ -590,17 +591,12 @@ def psroi_pool(x, boxes, boxes_num, output_size, spatial_scale=1.0, name=None):
     [1, 1, 2, 2]
     """
     fn = "psroi_pool"
-    _check_rank(x, 4, fn, "x")
-    box_values = _numpy(boxes, fn, "boxes").astype(np.float64)
-    if box_values.ndim != 2 or box_values.shape[1] != 4:
-        raise ShapeError(f"{fn}: boxes must be [R, 4], got shape {list(box_values.shape)}")
+    box_values, image_of, (pooled_h, pooled_w) = _roi_inputs(x, boxes, boxes_num, output_size, fn)
     batch, channels, height, width = x.shape
-    pooled_h, pooled_w = _pair(output_size, fn, "output_size")
     if channels % (pooled_h * pooled_w):
         raise ShapeError(f"{fn}: the channels of x ({channels}) must be a multiple of output_size "
                          f"{pooled_h}x{pooled_w}, got shape {list(x.shape)}")
     out_channels = channels // (pooled_h * pooled_w)
-    image_of = _roi_batch_index(boxes_num, len(box_values), batch, fn)
     rounded = _round_half_away(box_values)
     start_w, start_h = rounded[:, 0] * spatial_scale, rounded[:, 1] * spatial_scale
     end_w, end_h = (rounded[:, 2] + 1.0) * spatial_scale, (rounded[:, 3] + 1.0) * spatial_scale
