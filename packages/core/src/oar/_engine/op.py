@@ -60,7 +60,13 @@ KNOWN_TRAITS = frozenset({
     "inplace",  # writes into its first input
     "creation",  # makes a tensor from attributes only
     "fusible",  # elementwise with numpy broadcasting, float in -> same float out: elementwise fusion may chain it
+    "complex",  # kernel and gradient rule hold for complex tensors (see COMPLEX): complex64/128 join its dtypes
 })
+# The trait of an op right for complex tensors as it is: numpy's kernel takes them, and the gradient
+# rule is linear in the gradient (a reshape, a selection, a sum, a scatter) or conjugates where it
+# multiplies by an input. Without it an op refuses complex inputs: its rule may miss a conjugate
+# (prod, outer) or need an order complex numbers lack (max, sort, less_than).
+COMPLEX = ("complex",)
 
 
 def same_samples(attrs: dict, in_shapes: list, out_shapes: list) -> bool:
@@ -180,9 +186,9 @@ class Op:
         if promote is not None and promote not in _dt.PROMOTION_RULES:
             raise ValueError(f"op {name!r}: unknown promote rule {promote!r}; known: True, {_dt.PROMOTION_RULES}")
         self.promote = promote
-        # Complex is opt-in: a gradient rule written for real tensors is wrong for complex ones
-        # unless it is linear in the gradient or conjugates (``oar._ops.complex`` lists such ops).
-        self.dtypes = frozenset(dtypes) if dtypes is not None else frozenset(_dt.REAL_DTYPES)
+        if dtypes is None:  # complex only with the trait that says the op is right for it (COMPLEX)
+            dtypes = _dt.ALL_DTYPES if "complex" in traits else _dt.REAL_DTYPES
+        self.dtypes = frozenset(dtypes)
         self.num_outputs = num_outputs
         self.nondiff_inputs = frozenset(nondiff_inputs)
         self.per_sample = per_sample

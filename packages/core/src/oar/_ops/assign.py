@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from oar._engine.dispatch import modes_above_eager
 from oar._engine.inplace import apply_inplace
-from oar._engine.op import Op
+from oar._engine.op import COMPLEX, Op
 from oar._ops._common import Tensor, as_tensor, dispatch, same_meta
 from oar.errors import ArgumentError
 
@@ -17,7 +17,7 @@ def _assign_kernel(x):
     return x.copy()
 
 
-assign_op = Op("assign", reference=_assign_kernel, meta=same_meta, traits=("elementwise",))
+assign_op = Op("assign", reference=_assign_kernel, meta=same_meta, traits=("elementwise",) + COMPLEX)
 
 
 @assign_op.defgrad

@@ -38,14 +38,6 @@ import numpy as np
 from oar._engine import dtypes as _dt
 from oar._engine.op import Op
 from oar._engine.tensor import to_tensor
-from oar._ops import assign as _assign_ops
-from oar._ops import creation as _creation_ops
-from oar._ops import elementwise as _elementwise_ops
-from oar._ops import indexing as _indexing_ops
-from oar._ops import linalg_ext as _linalg_ext_ops
-from oar._ops import manipulation as _manipulation_ops
-from oar._ops import reduction as _reduction_ops
-from oar._ops import shape as _shape_ops
 from oar._ops._common import Tensor, TensorMeta, as_tensor, broadcast_shapes, dispatch, normalize_axis
 from oar._ops.assign import assign
 from oar._ops.creation import ones, ones_like, zeros, zeros_like
@@ -656,32 +648,6 @@ def istft(x, n_fft, hop_length=None, win_length=None, window=None, center=True, 
     out = out / envelope
     return squeeze(out, 0) if single else out
 
-
-# The ops of the families before this one that are right for complex tensors as they are: numpy's
-# kernels take any dtype, and each gradient rule is linear in the gradient (a reshape, a selection,
-# a sum, a scatter) or conjugates where it multiplies by an input (multiply, divide, pow, sqrt, exp
-# and abs say so at their definitions). Every other op refuses complex inputs (``Op``'s dtypes are
-# the real ones unless it lists more): its rule may need a conjugate it does not take (prod,
-# outer, cross) or an order that complex numbers lack (max, sort, less_than).
-COMPLEX_READY = (
-    "full_like", "reshape", "flatten", "squeeze", "unsqueeze", "transpose", "concat", "stack", "split", "unbind",
-    "tile", "broadcast_to", "flip", "roll", "slice", "strided_slice", "pad", "tril", "triu", "sum", "cumsum",
-    "_take_along_axis", "_scatter_add_along_axis", "gather", "index_add", "gather_nd", "scatter_nd_add", "scatter",
-    "take_along_axis", "masked_select", "masked_fill", "getitem", "getitem_grad", "setitem", "cast", "conj",
-    "to_device", "add", "subtract", "multiply", "neg", "where", "equal", "not_equal", "isnan", "isinf", "isfinite",
-    "nonzero", "assign", "diagonal", "diag_embed", "view_dtype",
-)
-
-
-def _accept_complex(names) -> None:
-    families = (_creation_ops, _shape_ops, _reduction_ops, _indexing_ops, _elementwise_ops, _assign_ops,
-                _linalg_ext_ops, _manipulation_ops)
-    by_name = {op.name: op for family in families for op in family.OPS}
-    for name in names:
-        by_name[name].dtypes = by_name[name].dtypes | frozenset(_dt.COMPLEX_DTYPES)
-
-
-_accept_complex(COMPLEX_READY)
 
 OPS = [complex_op, real_op, imag_op, angle_op, as_complex_op, as_real_op, fft_c2c_op, fft_r2c_op, fft_c2r_op]
 

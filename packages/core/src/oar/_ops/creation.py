@@ -17,7 +17,7 @@ from oar._engine import dtypes as _dt
 from oar._engine.device import current_device
 from oar._engine.device import place_backend as _place_backend
 from oar._engine.memory import allocation_error
-from oar._engine.op import Op
+from oar._engine.op import COMPLEX, Op
 from oar._engine.profiling import TENSOR_MEMORY
 from oar._engine.registries import BACKENDS
 from oar._engine.tensor import Tensor
@@ -236,7 +236,7 @@ def _full_like_meta(x: TensorMeta, fill_value, dtype) -> TensorMeta:
     return TensorMeta(x.shape, _dt.get_dtype(dtype))
 
 
-full_like_op = Op("full_like", reference=_full_like_kernel, meta=_full_like_meta, traits=("nondiff",))
+full_like_op = Op("full_like", reference=_full_like_kernel, meta=_full_like_meta, traits=("nondiff",) + COMPLEX)
 
 
 def _like(fn: str, x, fill_value, dtype) -> Tensor:

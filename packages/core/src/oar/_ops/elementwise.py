@@ -12,7 +12,7 @@ import numpy as np
 
 from oar._engine import dtypes as _dt
 from oar._engine.inplace import apply_inplace
-from oar._engine.op import AMP_FP32, AMP_PROMOTE, NUMPY_OUT, Op
+from oar._engine.op import AMP_FP32, AMP_PROMOTE, COMPLEX, NUMPY_OUT, Op
 from oar._engine.registries import BACKENDS
 from oar._ops._common import (
     Tensor,
@@ -119,7 +119,7 @@ def _cast_meta(x: TensorMeta, dtype) -> TensorMeta:
     return TensorMeta(x.shape, _dt.get_dtype(dtype))
 
 
-cast_op = Op("cast", reference=_cast_kernel, meta=_cast_meta, traits=ELEMENTWISE)
+cast_op = Op("cast", reference=_cast_kernel, meta=_cast_meta, traits=ELEMENTWISE + COMPLEX)
 
 
 @cast_op.defgrad
@@ -144,7 +144,7 @@ def cast(x, dtype) -> Tensor:
 
 
 # -- complex conjugate (here, not in the complex family: the arithmetic gradients below need it) --
-conj_op = Op("conj", reference=np.conj, meta=same_meta, traits=ELEMENTWISE)
+conj_op = Op("conj", reference=np.conj, meta=same_meta, traits=ELEMENTWISE + COMPLEX)
 
 
 @conj_op.defgrad
@@ -178,7 +178,7 @@ def _to_device_meta(x: TensorMeta, device) -> TensorMeta:
     return x
 
 
-to_device_op = Op("to_device", paddle=("Tensor.cpu", "Tensor.cuda", "Tensor.to"), reference=_to_device_kernel, meta=_to_device_meta)
+to_device_op = Op("to_device", traits=COMPLEX, paddle=("Tensor.cpu", "Tensor.cuda", "Tensor.to"), reference=_to_device_kernel, meta=_to_device_meta)
 
 
 @to_device_op.defgrad
@@ -195,7 +195,7 @@ def to_device(x: Tensor, device: str) -> Tensor:
 
 
 # -- arithmetic ---------------------------------------------------------------------------------
-add_op = Op("add", reference=np.add, meta=binary_meta("add"), traits=BINARY + FUSIBLE, promote=_dt.PROMOTE_FLOATS_0D,
+add_op = Op("add", reference=np.add, meta=binary_meta("add"), traits=BINARY + FUSIBLE + COMPLEX, promote=_dt.PROMOTE_FLOATS_0D,
             lowerings={NUMPY_OUT: np.add})
 
 
@@ -242,7 +242,7 @@ def add_n(inputs, name=None) -> Tensor:
 
 
 # numpy refuses bool - bool (and so does Paddle): the meta says so in oar's terms
-subtract_op = Op("subtract", reference=np.subtract, meta=numeric_binary_meta("subtract"), traits=BINARY + FUSIBLE,
+subtract_op = Op("subtract", reference=np.subtract, meta=numeric_binary_meta("subtract"), traits=BINARY + FUSIBLE + COMPLEX,
                  promote=_dt.PROMOTE_FLOATS_0D, lowerings={NUMPY_OUT: np.subtract})
 
 
@@ -257,7 +257,7 @@ def subtract(x, y, name=None) -> Tensor:
     return _binary(subtract_op, x, y)
 
 
-multiply_op = Op("multiply", reference=np.multiply, meta=binary_meta("multiply"), traits=BINARY + FUSIBLE,
+multiply_op = Op("multiply", reference=np.multiply, meta=binary_meta("multiply"), traits=BINARY + FUSIBLE + COMPLEX,
                  promote=_dt.PROMOTE_FLOATS_0D, lowerings={NUMPY_OUT: np.multiply})
 
 
@@ -302,7 +302,7 @@ def _neg_kernel(x):
     return np.negative(x) if x.dtype != np.bool_ else np.logical_not(x)
 
 
-neg_op = Op("neg", reference=_neg_kernel, meta=same_meta, traits=ELEMENTWISE + FUSIBLE, lowerings={NUMPY_OUT: np.negative})
+neg_op = Op("neg", reference=_neg_kernel, meta=same_meta, traits=ELEMENTWISE + FUSIBLE + COMPLEX, lowerings={NUMPY_OUT: np.negative})
 
 
 @neg_op.defgrad
@@ -1003,7 +1003,7 @@ def _where_meta(x: TensorMeta, y: TensorMeta, condition: TensorMeta) -> TensorMe
 
 
 # Inputs (x, y, condition): the data comes first because it keys the kernel's dtype.
-where_op = Op("where", reference=_where_kernel, meta=_where_meta, traits=ELEMENTWISE, promote=True, nondiff_inputs=(2,))
+where_op = Op("where", reference=_where_kernel, meta=_where_meta, traits=ELEMENTWISE + COMPLEX, promote=True, nondiff_inputs=(2,))
 
 
 @where_op.defgrad
@@ -1041,13 +1041,13 @@ def where(condition, x=None, y=None, name=None):
 
 
 # -- comparisons (no gradient) -----------------------------------------------------------------
-def _comparison(name: str, kernel) -> Op:
-    return Op(name, reference=kernel, meta=compare_meta(name), traits=BINARY + ("nondiff",),
+def _comparison(name: str, kernel, traits=()) -> Op:
+    return Op(name, reference=kernel, meta=compare_meta(name), traits=BINARY + ("nondiff",) + traits,
               promote=_dt.PROMOTE_FLOATS_0D)
 
 
-equal_op = _comparison("equal", np.equal)
-not_equal_op = _comparison("not_equal", np.not_equal)
+equal_op = _comparison("equal", np.equal, COMPLEX)
+not_equal_op = _comparison("not_equal", np.not_equal, COMPLEX)
 less_than_op = _comparison("less_than", np.less)
 less_equal_op = _comparison("less_equal", np.less_equal)
 greater_than_op = _comparison("greater_than", np.greater)
@@ -1094,9 +1094,9 @@ def _classify(fn, integral: bool):
     return kernel
 
 
-isnan_op = Op("isnan", reference=_classify(np.isnan, False), meta=bool_meta, traits=ELEMENTWISE + ("nondiff",))
-isinf_op = Op("isinf", reference=_classify(np.isinf, False), meta=bool_meta, traits=ELEMENTWISE + ("nondiff",))
-isfinite_op = Op("isfinite", reference=_classify(np.isfinite, True), meta=bool_meta, traits=ELEMENTWISE + ("nondiff",))
+isnan_op = Op("isnan", reference=_classify(np.isnan, False), meta=bool_meta, traits=ELEMENTWISE + ("nondiff",) + COMPLEX)
+isinf_op = Op("isinf", reference=_classify(np.isinf, False), meta=bool_meta, traits=ELEMENTWISE + ("nondiff",) + COMPLEX)
+isfinite_op = Op("isfinite", reference=_classify(np.isfinite, True), meta=bool_meta, traits=ELEMENTWISE + ("nondiff",) + COMPLEX)
 
 
 def isnan(x, name=None) -> Tensor:

@@ -23,7 +23,7 @@ import numpy as np
 from oar._engine import dtypes as _dt
 from oar._engine.inplace import apply_inplace, check_target
 from oar._engine.inplace import inplace_variant as _inplace
-from oar._engine.op import Op
+from oar._engine.op import COMPLEX, Op
 from oar._engine.registries import BACKENDS
 from oar._ops._common import (
     Tensor,
@@ -135,7 +135,7 @@ def _gather_meta(x: TensorMeta, index: TensorMeta, axis) -> TensorMeta:
     return TensorMeta(tuple(x.shape[:axis]) + tuple(index.shape) + tuple(x.shape[axis + 1:]), x.dtype)
 
 
-gather_op = Op("gather", reference=_gather_kernel, meta=_gather_meta, traits=SHAPE, nondiff_inputs=(1,))
+gather_op = Op("gather", reference=_gather_kernel, meta=_gather_meta, traits=SHAPE + COMPLEX, nondiff_inputs=(1,))
 
 
 @gather_op.defgrad
@@ -210,7 +210,7 @@ def _index_add_meta(x: TensorMeta, index: TensorMeta, value: TensorMeta, axis) -
     return TensorMeta(tuple(x.shape), x.dtype)
 
 
-index_add_op = Op("index_add", reference=_index_add_kernel, meta=_index_add_meta, nondiff_inputs=(1,))
+index_add_op = Op("index_add", traits=COMPLEX, reference=_index_add_kernel, meta=_index_add_meta, nondiff_inputs=(1,))
 
 
 @index_add_op.defgrad
@@ -274,7 +274,7 @@ def _gather_nd_meta(x: TensorMeta, index: TensorMeta) -> TensorMeta:
     return TensorMeta(_nd_meta_shape("gather_nd", x, index), x.dtype)
 
 
-gather_nd_op = Op("gather_nd", reference=_gather_nd_kernel, meta=_gather_nd_meta, traits=SHAPE, nondiff_inputs=(1,))
+gather_nd_op = Op("gather_nd", reference=_gather_nd_kernel, meta=_gather_nd_meta, traits=SHAPE + COMPLEX, nondiff_inputs=(1,))
 
 
 @gather_nd_op.defgrad
@@ -318,7 +318,7 @@ def _scatter_nd_add_meta(x: TensorMeta, index: TensorMeta, updates: TensorMeta) 
     return TensorMeta(tuple(x.shape), x.dtype)
 
 
-scatter_nd_add_op = Op("scatter_nd_add", reference=_scatter_nd_add_kernel, meta=_scatter_nd_add_meta, nondiff_inputs=(1,))
+scatter_nd_add_op = Op("scatter_nd_add", traits=COMPLEX, reference=_scatter_nd_add_kernel, meta=_scatter_nd_add_meta, nondiff_inputs=(1,))
 
 
 @scatter_nd_add_op.defgrad
@@ -391,7 +391,7 @@ def _scatter_meta(x: TensorMeta, index: TensorMeta, updates: TensorMeta, overwri
     return TensorMeta(tuple(x.shape), x.dtype)
 
 
-scatter_op = Op("scatter", reference=_scatter_kernel, meta=_scatter_meta, nondiff_inputs=(1,))
+scatter_op = Op("scatter", traits=COMPLEX, reference=_scatter_kernel, meta=_scatter_meta, nondiff_inputs=(1,))
 
 
 @scatter_op.defgrad
@@ -468,7 +468,7 @@ def _take_along_axis_meta(arr: TensorMeta, indices: TensorMeta, axis) -> TensorM
 
 
 take_along_axis_op = Op(
-    "take_along_axis", reference=_take_along_axis_kernel, meta=_take_along_axis_meta, traits=SHAPE, nondiff_inputs=(1,)
+    "take_along_axis", reference=_take_along_axis_kernel, meta=_take_along_axis_meta, traits=SHAPE + COMPLEX, nondiff_inputs=(1,)
 )
 
 
@@ -648,7 +648,7 @@ def _masked_select_meta(x: TensorMeta, mask: TensorMeta) -> TensorMeta:
     return TensorMeta((None,), x.dtype)
 
 
-masked_select_op = Op("masked_select", reference=_masked_select_kernel, meta=_masked_select_meta, traits=SHAPE, nondiff_inputs=(1,))
+masked_select_op = Op("masked_select", reference=_masked_select_kernel, meta=_masked_select_meta, traits=SHAPE + COMPLEX, nondiff_inputs=(1,))
 
 
 @masked_select_op.defgrad
@@ -685,7 +685,7 @@ def _masked_fill_meta(x: TensorMeta, mask: TensorMeta, value: TensorMeta) -> Ten
     return TensorMeta(shape, x.dtype)
 
 
-masked_fill_op = Op("masked_fill", reference=_masked_fill_kernel, meta=_masked_fill_meta, traits=("elementwise",), nondiff_inputs=(1,))
+masked_fill_op = Op("masked_fill", reference=_masked_fill_kernel, meta=_masked_fill_meta, traits=("elementwise",) + COMPLEX, nondiff_inputs=(1,))
 
 
 @masked_fill_op.defgrad
@@ -724,7 +724,7 @@ def _nonzero_meta(x: TensorMeta) -> TensorMeta:
     return TensorMeta((None, len(x.shape)), _dt.int64)
 
 
-nonzero_op = Op("nonzero", reference=_nonzero_kernel, meta=_nonzero_meta, traits=NONDIFF)
+nonzero_op = Op("nonzero", reference=_nonzero_kernel, meta=_nonzero_meta, traits=NONDIFF + COMPLEX)
 
 
 def nonzero(x, as_tuple=False) -> Tensor | tuple:
@@ -1011,7 +1011,7 @@ def _getitem_meta(x: TensorMeta, *indices: TensorMeta, items) -> TensorMeta:
 
 getitem_op = Op(
     "getitem", paddle=("Tensor.__getitem__",), reference=_getitem_kernel, meta=_getitem_meta,
-    traits=("shape", "view"), nondiff_inputs=range(1, MAX_INDEX_TENSORS + 1),
+    traits=("shape", "view") + COMPLEX, nondiff_inputs=range(1, MAX_INDEX_TENSORS + 1),
 )
 
 
@@ -1045,7 +1045,7 @@ def _getitem_grad_meta(g: TensorMeta, *indices: TensorMeta, items, shape) -> Ten
 
 
 getitem_grad_op = Op(
-    "getitem_grad", reference=_getitem_grad_kernel, meta=_getitem_grad_meta,
+    "getitem_grad", traits=COMPLEX, reference=_getitem_grad_kernel, meta=_getitem_grad_meta,
     nondiff_inputs=range(1, MAX_INDEX_TENSORS + 1),
 )
 
@@ -1108,7 +1108,7 @@ def _setitem_meta(x: TensorMeta, value: TensorMeta, *indices: TensorMeta, items)
 
 
 setitem_op = Op(
-    "setitem", paddle=("Tensor.__setitem__",), reference=_setitem_kernel, meta=_setitem_meta,
+    "setitem", traits=COMPLEX, paddle=("Tensor.__setitem__",), reference=_setitem_kernel, meta=_setitem_meta,
     nondiff_inputs=range(2, MAX_INDEX_TENSORS + 2),
 )
 

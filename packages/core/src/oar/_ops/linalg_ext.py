@@ -32,7 +32,7 @@ import math
 import numpy as np
 
 from oar._engine import dtypes as _dt
-from oar._engine.op import Op
+from oar._engine.op import COMPLEX, Op
 from oar._ops._common import Tensor, TensorMeta, as_tensor, broadcast_shapes, dispatch, fmt_shape, normalize_axis
 from oar._ops.assign import assign
 from oar._ops.creation import eye, zeros, zeros_like
@@ -991,7 +991,7 @@ def _diagonal_meta(x: TensorMeta, offset, axis1, axis2) -> TensorMeta:
     return TensorMeta(rest + (_diagonal_length(shape[axis1], shape[axis2], offset),), x.dtype)
 
 
-diagonal_op = Op("diagonal", paddle=("diagonal", "linalg.diagonal", "trace", "diag", "Tensor.diagonal"),
+diagonal_op = Op("diagonal", traits=COMPLEX, paddle=("diagonal", "linalg.diagonal", "trace", "diag", "Tensor.diagonal"),
                  reference=lambda x, offset, axis1, axis2: np.diagonal(x, offset, axis1, axis2).copy(),
                  meta=_diagonal_meta)
 
@@ -1048,7 +1048,7 @@ def _diag_embed_meta(x: TensorMeta, offset, dim1, dim2) -> TensorMeta:
     return TensorMeta(tuple(shape), x.dtype)
 
 
-diag_embed_op = Op("diag_embed", paddle=("diag_embed", "diag", "diagflat"), reference=_diag_embed_kernel,
+diag_embed_op = Op("diag_embed", traits=COMPLEX, paddle=("diag_embed", "diag", "diagflat"), reference=_diag_embed_kernel,
                    meta=_diag_embed_meta)
 
 

@@ -36,7 +36,7 @@ from oar._engine import dtypes as _dt
 from oar._engine.dispatch import modes_above_eager
 from oar._engine.inplace import _follow, apply_inplace, check_target
 from oar._engine.inplace import inplace_variant as _inplace
-from oar._engine.op import Op
+from oar._engine.op import COMPLEX, Op
 from oar._ops import assign as _assign
 from oar._ops import creation
 from oar._ops import elementwise as E
@@ -412,7 +412,7 @@ def _view_dtype_meta(x: TensorMeta, dtype) -> TensorMeta:
 
 
 view_dtype_op = Op("view_dtype", paddle=("view", "Tensor.view"), reference=_view_dtype_kernel, meta=_view_dtype_meta,
-                   traits=("shape", "view", "nondiff"))
+                   traits=("shape", "view", "nondiff") + COMPLEX)
 
 
 @view_dtype_op.defview_inverse

@@ -21,7 +21,7 @@ import numpy as np
 from oar._engine import dtypes as _dt
 from oar._engine import eager as _eager
 from oar._engine.dispatch import _mode_stack
-from oar._engine.op import AMP_FP32, Op
+from oar._engine.op import AMP_FP32, COMPLEX, Op
 from oar._ops._common import (
     Tensor,
     TensorMeta,
@@ -151,7 +151,7 @@ def _sum_kernel(x, axis=None, keepdim=False):
     return np.asarray(np.add.reduce(x, axis=axis, dtype=x.dtype, keepdims=keepdim))
 
 
-sum_op = Op("sum", reference=_sum_kernel, meta=_reduce_meta("sum"), traits=REDUCTION, amp=AMP_FP32)
+sum_op = Op("sum", reference=_sum_kernel, meta=_reduce_meta("sum"), traits=REDUCTION + COMPLEX, amp=AMP_FP32)
 
 
 @sum_op.defgrad
@@ -573,7 +573,7 @@ def _cumsum_kernel(x, axis=0, reverse=False):
     return _scan(np.cumsum, x, axis, reverse)
 
 
-cumsum_op = Op("cumsum", reference=_cumsum_kernel, meta=_scan_meta("cumsum"), amp=AMP_FP32)
+cumsum_op = Op("cumsum", traits=COMPLEX, reference=_cumsum_kernel, meta=_scan_meta("cumsum"), amp=AMP_FP32)
 
 
 @cumsum_op.defgrad
@@ -805,7 +805,7 @@ def _take_along_axis_meta(x: TensorMeta, index: TensorMeta, axis) -> TensorMeta:
 
 
 take_along_axis_op = Op(
-    "_take_along_axis", paddle=(), reference=_take_along_axis_kernel, meta=_take_along_axis_meta, nondiff_inputs=(1,)
+    "_take_along_axis", traits=COMPLEX, paddle=(), reference=_take_along_axis_kernel, meta=_take_along_axis_meta, nondiff_inputs=(1,)
 )
 
 
@@ -831,7 +831,7 @@ def _scatter_add_along_axis_meta(src: TensorMeta, index: TensorMeta, axis, shape
 
 
 scatter_add_along_axis_op = Op(
-    "_scatter_add_along_axis", paddle=(), reference=_scatter_add_along_axis_kernel, meta=_scatter_add_along_axis_meta,
+    "_scatter_add_along_axis", traits=COMPLEX, paddle=(), reference=_scatter_add_along_axis_kernel, meta=_scatter_add_along_axis_meta,
     nondiff_inputs=(1,),
 )
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from oar._engine import dtypes as _dt
 from oar._engine import registries as _registries
-from oar._engine.op import Op, same_samples
+from oar._engine.op import COMPLEX, Op, same_samples
 from oar._ops._common import (
     Tensor,
     TensorMeta,
@@ -131,7 +131,7 @@ def _reshape_meta(x: TensorMeta, shape) -> TensorMeta:
     return TensorMeta(tuple(None if d == -1 else d for d in out), x.dtype)  # -1 of a dynamic input: dynamic
 
 
-reshape_op = Op("reshape", reference=_reshape_kernel, meta=_reshape_meta, traits=VIEW, per_sample=same_samples)
+reshape_op = Op("reshape", reference=_reshape_kernel, meta=_reshape_meta, traits=VIEW + COMPLEX, per_sample=same_samples)
 
 
 @reshape_op.defgrad
@@ -193,7 +193,7 @@ def _flatten_meta(x: TensorMeta, start_axis, stop_axis) -> TensorMeta:
     return TensorMeta(_flat_shape(x.shape, start_axis, stop_axis), x.dtype)
 
 
-flatten_op = Op("flatten", reference=_flatten_kernel, meta=_flatten_meta, traits=VIEW, per_sample=same_samples)
+flatten_op = Op("flatten", reference=_flatten_kernel, meta=_flatten_meta, traits=VIEW + COMPLEX, per_sample=same_samples)
 
 
 @flatten_op.defgrad
@@ -241,7 +241,7 @@ def _squeeze_meta(x: TensorMeta, axis) -> TensorMeta:
     return TensorMeta(tuple(d for i, d in enumerate(x.shape) if i not in drop), x.dtype)
 
 
-squeeze_op = Op("squeeze", reference=_squeeze_kernel, meta=_squeeze_meta, traits=VIEW, per_sample=same_samples)
+squeeze_op = Op("squeeze", reference=_squeeze_kernel, meta=_squeeze_meta, traits=VIEW + COMPLEX, per_sample=same_samples)
 
 
 @squeeze_op.defgrad
@@ -282,7 +282,7 @@ def _unsqueeze_meta(x: TensorMeta, axis) -> TensorMeta:
     return TensorMeta(tuple(1 if i in axis else next(dims) for i in range(ndim)), x.dtype)
 
 
-unsqueeze_op = Op("unsqueeze", reference=_unsqueeze_kernel, meta=_unsqueeze_meta, traits=VIEW, per_sample=same_samples)
+unsqueeze_op = Op("unsqueeze", reference=_unsqueeze_kernel, meta=_unsqueeze_meta, traits=VIEW + COMPLEX, per_sample=same_samples)
 
 
 @unsqueeze_op.defgrad
@@ -328,7 +328,7 @@ def _transpose_meta(x: TensorMeta, perm) -> TensorMeta:
     return TensorMeta(tuple(x.shape[p] for p in perm), x.dtype)
 
 
-transpose_op = Op("transpose", reference=_transpose_kernel, meta=_transpose_meta, traits=VIEW,
+transpose_op = Op("transpose", reference=_transpose_kernel, meta=_transpose_meta, traits=VIEW + COMPLEX,
                   per_sample=lambda attrs, ins, outs: attrs["perm"][0] == 0)  # the samples stay first
 
 
@@ -436,7 +436,7 @@ def _concat_meta(*xs: TensorMeta, axis) -> TensorMeta:
     return TensorMeta(shape, _promoted(xs))
 
 
-concat_op = Op("concat", reference=_concat_kernel, meta=_concat_meta, traits=SHAPE, promote=_dt.SAME_DTYPE)
+concat_op = Op("concat", reference=_concat_kernel, meta=_concat_meta, traits=SHAPE + COMPLEX, promote=_dt.SAME_DTYPE)
 
 
 @concat_op.defgrad
@@ -484,7 +484,7 @@ def _stack_meta(*xs: TensorMeta, axis) -> TensorMeta:
     return TensorMeta(tuple(shape), _promoted(xs))
 
 
-stack_op = Op("stack", reference=_stack_kernel, meta=_stack_meta, traits=SHAPE, promote=_dt.SAME_DTYPE)
+stack_op = Op("stack", reference=_stack_kernel, meta=_stack_meta, traits=SHAPE + COMPLEX, promote=_dt.SAME_DTYPE)
 
 
 @stack_op.defgrad
@@ -519,7 +519,7 @@ def _split_meta(x: TensorMeta, sections, axis) -> tuple:
     return tuple(TensorMeta(x.shape[:axis] + (s,) + x.shape[axis + 1:], x.dtype) for s in sections)
 
 
-split_op = Op("split", reference=_split_kernel, meta=_split_meta, traits=VIEW, num_outputs=None)
+split_op = Op("split", reference=_split_kernel, meta=_split_meta, traits=VIEW + COMPLEX, num_outputs=None)
 
 
 @split_op.defgrad
@@ -603,7 +603,7 @@ def _unbind_meta(x: TensorMeta, axis) -> tuple:
     return tuple(TensorMeta(x.shape[:axis] + x.shape[axis + 1:], x.dtype) for _ in range(n))
 
 
-unbind_op = Op("unbind", reference=_unbind_kernel, meta=_unbind_meta, traits=VIEW, num_outputs=None)
+unbind_op = Op("unbind", reference=_unbind_kernel, meta=_unbind_meta, traits=VIEW + COMPLEX, num_outputs=None)
 
 
 @unbind_op.defgrad
@@ -653,7 +653,7 @@ def _tile_meta(x: TensorMeta, repeat_times) -> TensorMeta:
     return TensorMeta(tuple(None if d is None else d * r for d, r in zip(dims, reps)), x.dtype)
 
 
-tile_op = Op("tile", reference=_tile_kernel, meta=_tile_meta, traits=SHAPE)
+tile_op = Op("tile", reference=_tile_kernel, meta=_tile_meta, traits=SHAPE + COMPLEX)
 
 
 @tile_op.defgrad
@@ -707,7 +707,7 @@ def _broadcast_to_meta(x: TensorMeta, shape) -> TensorMeta:
 
 
 # A view without a view_inverse: read-only, as several of its elements are one element of x.
-broadcast_to_op = Op("broadcast_to", reference=_broadcast_to_kernel, meta=_broadcast_to_meta, traits=VIEW)
+broadcast_to_op = Op("broadcast_to", reference=_broadcast_to_kernel, meta=_broadcast_to_meta, traits=VIEW + COMPLEX)
 
 
 @broadcast_to_op.defgrad
@@ -786,7 +786,7 @@ def _flip_meta(x: TensorMeta, axis) -> TensorMeta:
     return x
 
 
-flip_op = Op("flip", reference=_flip_kernel, meta=_flip_meta, traits=ALIAS)
+flip_op = Op("flip", reference=_flip_kernel, meta=_flip_meta, traits=ALIAS + COMPLEX)
 
 
 @flip_op.defgrad
@@ -823,7 +823,7 @@ def _roll_meta(x: TensorMeta, shifts, axis) -> TensorMeta:
     return x
 
 
-roll_op = Op("roll", reference=_roll_kernel, meta=_roll_meta, traits=SHAPE)
+roll_op = Op("roll", reference=_roll_kernel, meta=_roll_meta, traits=SHAPE + COMPLEX)
 
 
 @roll_op.defgrad
@@ -879,7 +879,7 @@ def _slice_meta(x: TensorMeta, axes, starts, ends) -> TensorMeta:
     return _sliced_meta("slice", x, axes, starts, ends, [1] * len(axes))
 
 
-slice_op = Op("slice", reference=_slice_kernel, meta=_slice_meta, traits=VIEW)
+slice_op = Op("slice", reference=_slice_kernel, meta=_slice_meta, traits=VIEW + COMPLEX)
 
 
 @slice_op.defgrad
@@ -950,7 +950,7 @@ def _strided_slice_meta(x: TensorMeta, axes, starts, ends, strides) -> TensorMet
     return _sliced_meta("strided_slice", x, axes, starts, ends, strides)
 
 
-strided_slice_op = Op("strided_slice", reference=_strided_slice_kernel, meta=_strided_slice_meta, traits=VIEW)
+strided_slice_op = Op("strided_slice", reference=_strided_slice_kernel, meta=_strided_slice_meta, traits=VIEW + COMPLEX)
 
 
 @strided_slice_op.defgrad
@@ -1048,7 +1048,7 @@ def _pad_meta(x: TensorMeta, pads, mode, value) -> TensorMeta:
     return TensorMeta(tuple(shape), x.dtype)
 
 
-pad_op = Op("pad", reference=_pad_kernel, meta=_pad_meta, traits=SHAPE)
+pad_op = Op("pad", reference=_pad_kernel, meta=_pad_meta, traits=SHAPE + COMPLEX)
 
 
 @pad_op.defgrad
@@ -1117,7 +1117,7 @@ def _tril_kernel(x, diagonal):
     return np.tril(x, diagonal)
 
 
-tril_op = Op("tril", reference=_tril_kernel, meta=_triangle_meta("tril"), traits=SHAPE)
+tril_op = Op("tril", reference=_tril_kernel, meta=_triangle_meta("tril"), traits=SHAPE + COMPLEX)
 
 
 @tril_op.defgrad
@@ -1148,7 +1148,7 @@ def _triu_kernel(x, diagonal):
     return np.triu(x, diagonal)
 
 
-triu_op = Op("triu", reference=_triu_kernel, meta=_triangle_meta("triu"), traits=SHAPE)
+triu_op = Op("triu", reference=_triu_kernel, meta=_triangle_meta("triu"), traits=SHAPE + COMPLEX)
 
 
 @triu_op.defgrad
