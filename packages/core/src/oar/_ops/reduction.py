@@ -932,6 +932,22 @@ def _topk_grad(ctx, g, _):
     return scatter_add_along_axis(g, ctx.outputs[1].detach(), ctx.attrs["axis"], shape)
 
 
+def k_along_axis(op: str, x, k, axis) -> tuple[Tensor, int, int]:
+    """``(x, k, axis)`` checked for an op that picks the ``k``-th values along ``axis`` (default the
+    last): ``k`` an int (or a one-element tensor) in ``1..size``."""
+    x = as_tensor(x, "x", op)
+    ndim = x._data.ndim
+    axis = normalize_axis(-1 if axis is None else axis, ndim, op)
+    if isinstance(k, Tensor):
+        k = k.item()
+    if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)):
+        raise ArgumentError(f"{op}: k must be an int, got {type(k).__name__}")
+    size = x._data.shape[axis] if ndim else 1
+    if not 1 <= k <= size:
+        raise ArgumentError(f"{op}: k={k} is out of range for axis {axis} of size {size} (expected 1..{size})")
+    return x, int(k), axis
+
+
 def topk(x, k, axis=None, largest=True, sorted=True, name=None) -> tuple[Tensor, Tensor]:
     """The ``k`` largest (or smallest) values along ``axis`` (-1 when None) and their int64
     indices; among equal values the one with the lower index comes first.
@@ -941,16 +957,7 @@ def topk(x, k, axis=None, largest=True, sorted=True, name=None) -> tuple[Tensor,
     >>> values.tolist(), indices.tolist()
     ([7.0, 5.0], [3, 2])
     """
-    x = as_tensor(x, "x", "topk")
-    ndim = x._data.ndim
-    axis = normalize_axis(-1 if axis is None else axis, ndim, "topk")
-    if isinstance(k, Tensor):
-        k = k.item()
-    if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)):
-        raise ArgumentError(f"topk: k must be an int, got {type(k).__name__}")
-    size = x._data.shape[axis] if ndim else 1
-    if not 1 <= k <= size:
-        raise ArgumentError(f"topk: k={k} is out of range for axis {axis} of size {size} (expected 1..{size})")
+    x, k, axis = k_along_axis("topk", x, k, axis)
     attrs = {"k": int(k), "axis": axis, "largest": bool(largest), "sorted": bool(sorted)}
     return dispatch(topk_op, (x,), attrs)
 

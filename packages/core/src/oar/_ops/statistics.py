@@ -51,6 +51,7 @@ from oar._ops.reduction import any as _any
 from oar._ops.reduction import (
     cumprod,
     cumsum,
+    k_along_axis,
     keep_reduced,
     p_norm_op,
     reduced_shape,
@@ -317,16 +318,8 @@ def kthvalue(x, k, axis=None, keepdim=False, name=None) -> tuple[Tensor, Tensor]
     >>> values.tolist(), index.tolist()
     ([2.0, 0.5], [2, 1])
     """
-    x = as_tensor(x, "x", "kthvalue")
+    x, k, axis = k_along_axis("kthvalue", x, k, axis)
     ndim = x._data.ndim
-    axis = normalize_axis(-1 if axis is None else axis, ndim, "kthvalue")
-    if isinstance(k, Tensor):
-        k = k.item()
-    if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)):
-        raise ArgumentError(f"kthvalue: k must be an int, got {type(k).__name__}")
-    size = x._data.shape[axis] if ndim else 1
-    if not 1 <= k <= size:
-        raise ArgumentError(f"kthvalue: k={k} is out of range for axis {axis} of size {size} (expected 1..{size})")
     values, order = dispatch(sort_op, (x,), {"axis": axis, "descending": False, "stable": True})
     if ndim == 0:
         return values, order
