@@ -37,7 +37,7 @@ Traits: `elementwise`, `binary`, `reduction`, `shape`, `view` (the output is a v
 as Paddle's: an in-place op on it writes into the input), `alias` (the output may be the input's
 memory, but is a tensor of its own), `nondiff` (no gradient), `random`, `inplace`, `creation`,
 `fusible` (elementwise fusion may chain it), `complex` (right for complex tensors as it is: complex64
-and complex128 join its dtypes). AMP: `low_precision` (float16/bfloat16 under
+and complex128 join its dtypes), `transfer` (moves its input to another device). AMP: `low_precision` (float16/bfloat16 under
 autocast), `fp32` (always float32), `promote` (the widest input dtype). A plugin may override an
 op's AMP category (`oar.ops.amp_category` gives the one that applies).
 

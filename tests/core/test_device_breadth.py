@@ -9,6 +9,9 @@ import pytest
 import oar
 from oar.errors import ArgumentError, DeviceError
 
+WITHOUT_GPU_PLUGIN = pytest.mark.skipif("gpu" in oar.plugins.registries().backends,
+                                        reason="checks what a user without the oar-triton plugin is told")
+
 D = oar.device
 
 
@@ -27,6 +30,11 @@ def test_device_context_restores_the_previous_device():
         assert D.get_device() == "cpu"
     with pytest.raises(ArgumentError, match="string or a Place"):
         D.device_guard(0)
+    assert D.get_device() == "cpu"
+
+
+@WITHOUT_GPU_PLUGIN
+def test_a_gpu_device_context_without_the_plugin_says_what_to_install():
     with pytest.raises(DeviceError, match="oar-triton"):
         with D.device("gpu:0"):
             pass
@@ -80,14 +88,18 @@ def test_random_state_round_trips_and_manual_seed_seeds():
     np.testing.assert_array_equal(oar.randn([4]).numpy(), a)
 
 
-def test_gpu_queries_without_a_gpu_say_what_is_missing():
+def test_device_queries_on_the_cpu_say_it_has_none():
     with pytest.raises(ArgumentError, match="CPU has no device properties"):
         D.get_device_name()
+    with pytest.raises(ArgumentError, match="external"):
+        D.get_stream_from_external(1234)
+
+
+@WITHOUT_GPU_PLUGIN
+def test_gpu_queries_without_a_gpu_say_what_is_missing():
     for query in (D.get_device_name, D.get_device_capability, D.get_device_properties):
         with pytest.raises(RuntimeError, match="oar-triton"):
             query("gpu:0")
-    with pytest.raises(ArgumentError, match="external"):
-        D.get_stream_from_external(1234)
     for fn in (D.cuda.current_stream, D.cuda.memory_summary, D.cuda.vmm_compact):
         with pytest.raises(RuntimeError, match="oar-triton"):
             fn()

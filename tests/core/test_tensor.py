@@ -295,6 +295,8 @@ def test_set_printoptions():
 
 
 # -- devices ------------------------------------------------------------------------------------
+@pytest.mark.skipif("gpu" in oar.plugins.registries().backends,
+                    reason="checks what a user without the oar-triton plugin is told")
 def test_gpu_without_the_plugin_says_what_to_install():
     with pytest.raises(DeviceError, match=r"oar-triton.*pip install oar-triton"):
         oar.set_device("gpu")

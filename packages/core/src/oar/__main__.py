@@ -99,8 +99,11 @@ def _gpu() -> dict:
     backend = BACKENDS.get("gpu")
     available = backend.is_available()
     count = backend.device_count() if available else 0
-    return {"plugin": BACKENDS.source_of("gpu"), "devices": count,
-            "state": f"{count} GPU(s) available" if available else "GPU plugin installed, but no GPU is available here"}
+    why = backend.unavailable_reason() if not available and hasattr(backend, "unavailable_reason") else ""
+    state = f"{count} GPU(s) available" if available else "GPU plugin installed, but no GPU is available here"
+    if available and hasattr(backend, "get_device_name"):
+        state += f" ({backend.get_device_name()})"
+    return {"plugin": BACKENDS.source_of("gpu"), "devices": count, "state": state + (f": {why}" if why else "")}
 
 
 def _mpi() -> dict:

@@ -88,6 +88,19 @@ class Backend(Protocol):
 
     def full(self, shape: tuple, value: Any, np_dtype: Any) -> Any: ...
 
+    def copy(self, data: Any) -> Any:
+        """A new buffer with the values of ``data`` (a leaf's ``.grad`` gets its own)."""
+
+    # Optional, read by ``oar.device.cuda`` where a backend has them (a GPU backend's): memory
+    # statistics ``memory_allocated(device)``, ``max_memory_allocated(device)``, ``memory_reserved``,
+    # ``max_memory_reserved``, ``reset_max_memory_allocated``, ``reset_max_memory_reserved``,
+    # ``empty_cache()``, ``synchronize()``, ``get_device_name(device)``, ``get_device_properties(device)``,
+    # ``get_device_capability(device)``; ``unavailable_reason()`` (what ``set_device`` tells a user
+    # when ``is_available()`` is False); ``supports_dtype(name)`` (oar-amp's float16/bfloat16 queries).
+    # A backend's kernels receive its own buffers: objects with numpy's ``shape``, ``ndim``, ``size``
+    # and ``dtype`` (a numpy dtype), ``strides`` (in elements), ``is_contiguous()``, ``data_ptr()``, and
+    # ``astype(dtype)`` where core casts for a kernel.
+
 
 class Pass(Protocol):
     """A program rewrite (``oar.static.passes.Pass``, or ``@graph_pass`` on a function).

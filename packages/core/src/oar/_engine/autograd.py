@@ -518,6 +518,8 @@ def _owned(g):
     data = g._data
     if type(data) is np.ndarray:
         data = np.array(data)  # a contiguous, writable copy
+    else:
+        data = BACKENDS.get(g._backend).copy(data)
     return Tensor._wrap(data, g._backend, True, None, 0, None)
 
 

@@ -41,6 +41,10 @@ class Backend:
     def full(self, shape, value, np_dtype):
         return np.full(shape, value, np_dtype)
 
+    def copy(self, data):
+        """A new buffer with ``data``'s values (a leaf's ``.grad`` gets one of its own)."""
+        return np.array(data)
+
 
 class CPUBackend(Backend):
     """The numpy backend of core."""
@@ -126,7 +130,9 @@ def set_device(device: str) -> str:
         raise DeviceError(f"set_device: no backend {name!r} is installed (installed: {known}).{hint}")
     backend = BACKENDS.get(name)
     if not backend.is_available():
-        raise DeviceError(f"set_device: backend {name!r} is installed but no {name} device is available here")
+        why = backend.unavailable_reason() if hasattr(backend, "unavailable_reason") else ""
+        raise DeviceError(f"set_device: backend {name!r} is installed but no {name} device is available here"
+                          + (f": {why}" if why else ""))
     _current_device[0] = name
     return str(device)
 

@@ -78,8 +78,9 @@ def resolve_kernel(op: Op, backend: str, np_dtype: np.dtype) -> Callable[..., An
         if not supported:
             backends = KERNELS.backends_of(op.name)
             raise DTypeError(
-                f"op {op.name!r} has no kernel on backend {backend!r} (it has kernels on {backends}); "
-                f"install the plugin that provides {backend!r} kernels"
+                f"op {op.name!r} has no kernel on backend {backend!r} for {dtype.name} (it has kernels on "
+                f"{backends}); install the plugin that provides {backend!r} kernels, or move the tensors to a "
+                f"device that has one (.cpu())"
             )
         raise DTypeError(f"op {op.name!r} does not support dtype {dtype.name}; supported: {supported}")
     op._kernels[(backend, np_dtype)] = kernel
@@ -206,7 +207,8 @@ class EagerMode(Mode):
             else:
                 record = False
         if type(out) is tuple:
-            out = tuple([o if type(o) is np.ndarray else np.asarray(o) for o in out])
+            if backend == "cpu":  # numpy scalars become arrays; another backend's buffers stay as they are
+                out = tuple([o if type(o) is np.ndarray else np.asarray(o) for o in out])
             if not record:
                 result = tuple([_wrap(o, backend, True, None, 0, None) for o in out])
             else:
@@ -214,8 +216,8 @@ class EagerMode(Mode):
             if op.aliases:
                 _share_versions(op, attrs, inputs, result)
             return result
-        if type(out) is not np.ndarray and backend == "cpu":
-            out = np.asarray(out)
+        if type(out) is not np.ndarray and backend == "cpu" and "transfer" not in op.traits:
+            out = np.asarray(out)  # a numpy scalar; a transfer's output is the target backend's buffer
         if not record:
             result = _wrap(out, backend, True, None, 0, None)
         else:

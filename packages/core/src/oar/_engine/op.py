@@ -61,6 +61,7 @@ KNOWN_TRAITS = frozenset({
     "creation",  # makes a tensor from attributes only
     "fusible",  # elementwise with numpy broadcasting, float in -> same float out: elementwise fusion may chain it
     "complex",  # kernel and gradient rule hold for complex tensors (see COMPLEX): complex64/128 join its dtypes
+    "transfer",  # moves its input to the backend named by attribute `device` (to_device): the output lives there
 })
 # The trait of an op right for complex tensors as it is: numpy's kernel takes them, and the gradient
 # rule is linear in the gradient (a reshape, a selection, a sum, a scatter) or conjugates where it

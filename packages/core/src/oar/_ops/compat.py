@@ -430,10 +430,6 @@ def element_size(self) -> int:
     return self.dtype.itemsize
 
 
-def _host_buffer(t: Tensor) -> np.ndarray:
-    return t._data if isinstance(t._data, np.ndarray) else t.numpy(copy=False)
-
-
 def stride(self, dim=None):
     """The strides, in elements, of this tensor's memory (a view's follow its base's), or of
     axis ``dim``.
@@ -443,14 +439,19 @@ def stride(self, dim=None):
     >>> x.stride(), x.stride(0), x.t().stride()
     ([3, 1], 3, [1, 3])
     """
-    strides = [s // self.dtype.itemsize for s in _host_buffer(self).strides]
+    data = self._data
+    if isinstance(data, np.ndarray):
+        strides = [s // self.dtype.itemsize for s in data.strides]
+    else:  # a device buffer's strides are in elements already
+        strides = list(data.strides)
     return strides if dim is None else strides[_axis(dim, len(strides), "stride")]
 
 
 def is_contiguous(self) -> bool:
     """Whether this tensor's elements lie in memory in row-major order without gaps (a
     transposed or strided view's do not)."""
-    return bool(_host_buffer(self).flags["C_CONTIGUOUS"])
+    data = self._data
+    return bool(data.flags["C_CONTIGUOUS"] if isinstance(data, np.ndarray) else data.is_contiguous())
 
 
 def contiguous(self) -> Tensor:
@@ -459,8 +460,9 @@ def contiguous(self) -> Tensor:
 
 
 def data_ptr(self) -> int:
-    """The address of this tensor's first element in host memory."""
-    return int(_host_buffer(self).ctypes.data)
+    """The address of this tensor's first element (in host memory, or the device's)."""
+    data = self._data
+    return int(data.ctypes.data if isinstance(data, np.ndarray) else data.data_ptr())
 
 
 def _offset(self) -> int:

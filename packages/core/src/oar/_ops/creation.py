@@ -14,8 +14,7 @@ import math
 import numpy as np
 
 from oar._engine import dtypes as _dt
-from oar._engine.device import current_device
-from oar._engine.device import place_backend as _place_backend
+from oar._engine.device import backend_for
 from oar._engine.memory import allocation_error
 from oar._engine.op import COMPLEX, Op
 from oar._engine.profiling import TENSOR_MEMORY
@@ -36,8 +35,8 @@ def _allocate(fn: str, shape: list[int], d: _dt.DType, make) -> np.ndarray:
         raise err from exc
 
 
-def _make(array: np.ndarray, place=None, stop_gradient: bool = True) -> Tensor:
-    backend = _place_backend(place) or current_device()
+def _make(array: np.ndarray, place=None, stop_gradient: bool = True, fn: str = "creation") -> Tensor:
+    backend = backend_for(place, fn)
     if backend != "cpu":
         array = BACKENDS.get(backend).from_numpy(array)
     elif TENSOR_MEMORY.on:  # oar.device's memory statistics count what creation functions make
@@ -106,7 +105,7 @@ def _fill_arg(value, d: _dt.DType, fn: str):
     return value
 
 
-def zeros(shape, dtype=None, name=None) -> Tensor:
+def zeros(shape, dtype=None, name=None, *, device=None, requires_grad: bool = False) -> Tensor:
     """A tensor of zeros (default dtype: ``oar.get_default_dtype()``, float32).
 
     >>> import oar
@@ -114,10 +113,10 @@ def zeros(shape, dtype=None, name=None) -> Tensor:
     [2, 3]
     """
     dims, d = shape_arg(shape, "zeros"), dtype_arg(dtype, "zeros")
-    return _make(_allocate("zeros", dims, d, lambda: np.zeros(dims, d.np)))
+    return _make(_allocate("zeros", dims, d, lambda: np.zeros(dims, d.np)), device, not requires_grad, "zeros")
 
 
-def ones(shape, dtype=None, name=None) -> Tensor:
+def ones(shape, dtype=None, name=None, *, device=None, requires_grad: bool = False) -> Tensor:
     """A tensor of ones (default dtype float32).
 
     >>> import oar
@@ -125,10 +124,10 @@ def ones(shape, dtype=None, name=None) -> Tensor:
     [1, 1]
     """
     dims, d = shape_arg(shape, "ones"), dtype_arg(dtype, "ones")
-    return _make(_allocate("ones", dims, d, lambda: np.ones(dims, d.np)))
+    return _make(_allocate("ones", dims, d, lambda: np.ones(dims, d.np)), device, not requires_grad, "ones")
 
 
-def full(shape, fill_value, dtype=None, name=None) -> Tensor:
+def full(shape, fill_value, dtype=None, name=None, *, device=None, requires_grad: bool = False) -> Tensor:
     """A tensor of ``shape`` filled with ``fill_value``; without ``dtype`` a bool value gives a
     bool tensor and any other value the default float dtype, as in Paddle.
 
@@ -142,10 +141,10 @@ def full(shape, fill_value, dtype=None, name=None) -> Tensor:
     raw = _scalar_arg(fill_value, "full", "fill_value")
     d = dtype_arg(dtype, "full", default=_dt.bool_ if isinstance(raw, bool) else None)
     value = _fill_arg(raw, d, "full")
-    return _make(_allocate("full", dims, d, lambda: np.full(dims, value, d.np)))
+    return _make(_allocate("full", dims, d, lambda: np.full(dims, value, d.np)), device, not requires_grad, "full")
 
 
-def empty(shape, dtype=None, name=None) -> Tensor:
+def empty(shape, dtype=None, name=None, *, device=None, requires_grad: bool = False) -> Tensor:
     """A tensor of ``shape`` whose values are not set (default dtype float32).
 
     >>> import oar
@@ -153,10 +152,10 @@ def empty(shape, dtype=None, name=None) -> Tensor:
     [2, 3]
     """
     dims, d = shape_arg(shape, "empty"), dtype_arg(dtype, "empty")
-    return _make(_allocate("empty", dims, d, lambda: np.empty(dims, d.np)))
+    return _make(_allocate("empty", dims, d, lambda: np.empty(dims, d.np)), device, not requires_grad, "empty")
 
 
-def eye(num_rows, num_columns=None, dtype=None, name=None) -> Tensor:
+def eye(num_rows, num_columns=None, dtype=None, name=None, *, device=None, requires_grad: bool = False) -> Tensor:
     """A 2-d tensor with ones on the diagonal and zeros elsewhere (default dtype float32).
 
     >>> import oar
@@ -166,10 +165,11 @@ def eye(num_rows, num_columns=None, dtype=None, name=None) -> Tensor:
     rows = shape_arg([_scalar_arg(num_rows, "eye", "num_rows")], "eye")[0]
     cols = rows if num_columns is None else shape_arg([_scalar_arg(num_columns, "eye", "num_columns")], "eye")[0]
     d = dtype_arg(dtype, "eye")
-    return _make(_allocate("eye", [rows, cols], d, lambda: np.eye(rows, cols, dtype=d.np)))
+    return _make(_allocate("eye", [rows, cols], d, lambda: np.eye(rows, cols, dtype=d.np)), device, not requires_grad,
+                 "eye")
 
 
-def arange(start=0, end=None, step=1, dtype=None, name=None) -> Tensor:
+def arange(start=0, end=None, step=1, dtype=None, *, device=None, requires_grad: bool = False, name=None) -> Tensor:
     """Values from ``start`` to ``end`` (exclusive) by ``step``: int64 when all three are ints,
     else the default float dtype. As in Paddle, the bounds are cast to ``dtype`` first, and a
     step that walks away from ``end`` is an error rather than an empty tensor.
@@ -198,7 +198,8 @@ def arange(start=0, end=None, step=1, dtype=None, name=None) -> Tensor:
         size = (abs(int(hi) - int(lo)) + abs(int(st)) - 1) // abs(int(st))
     else:
         size = int(math.ceil(abs((float(hi) - float(lo)) / float(st))))
-    return _make(_allocate("arange", [size], d, lambda: (lo + np.arange(size).astype(d.np) * st).astype(d.np)))
+    values = _allocate("arange", [size], d, lambda: (lo + np.arange(size).astype(d.np) * st).astype(d.np))
+    return _make(values, device, not requires_grad, "arange")
 
 
 def linspace(start, stop, num, dtype=None, name=None) -> Tensor:

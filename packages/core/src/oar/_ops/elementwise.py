@@ -171,14 +171,17 @@ def conj_if_complex(x: Tensor) -> Tensor:
 
 # -- device transfer ------------------------------------------------------------------------------
 def _to_device_kernel(x, device):
-    return x  # on cpu a transfer to cpu is the identity; backends register their own kernels
+    """A cpu array on the backend ``device``, through that backend's ``from_numpy``; a backend that
+    holds its own memory registers a ``to_device`` kernel of its own for the way back."""
+    return BACKENDS.get(device).from_numpy(x)
 
 
 def _to_device_meta(x: TensorMeta, device) -> TensorMeta:
     return x
 
 
-to_device_op = Op("to_device", traits=COMPLEX, paddle=("Tensor.cpu", "Tensor.cuda", "Tensor.to"), reference=_to_device_kernel, meta=_to_device_meta)
+to_device_op = Op("to_device", traits=COMPLEX + ("transfer",), paddle=("Tensor.cpu", "Tensor.cuda", "Tensor.to"),
+                  reference=_to_device_kernel, meta=_to_device_meta)
 
 
 @to_device_op.defgrad
@@ -191,7 +194,11 @@ def to_device(x: Tensor, device: str) -> Tensor:
     if device == x._backend:
         return x
     BACKENDS.get(device)  # a clear error when that backend is not installed
-    return dispatch(to_device_op, (x,), {"device": device})
+    out = dispatch(to_device_op, (x,), {"device": device})
+    # The engine wraps an op's outputs on its inputs' device (the tape node keeps that one, where the
+    # gradient goes back to); a transfer's output lives on the target.
+    out._backend = device
+    return out
 
 
 # -- arithmetic ---------------------------------------------------------------------------------

@@ -104,13 +104,14 @@ def _on_device(array: np.ndarray, like: Tensor) -> Tensor:
     return Tensor._wrap(array, like._backend, True, None, 0, None)
 
 
-def _index_tensor(index, op: str, name: str = "index", allow_bool: bool = False) -> Tensor:
-    """An index argument (tensor, list or array) as a tensor with an integer (or bool) dtype."""
+def _index_tensor(index, op: str, name: str = "index", allow_bool: bool = False, like: Tensor | None = None) -> Tensor:
+    """An index argument (tensor, list or array) as a tensor with an integer (or bool) dtype; one
+    given as a list or array is made on the device of ``like`` (the tensor it indexes)."""
     if not isinstance(index, Tensor):
         array = np.asarray(index)
         if array.size == 0 and array.dtype.kind == "f":  # [] is an empty integer index, as in numpy
             array = array.astype(np.int64)
-        index = as_tensor(array, name, op)
+        index = _on_device(array, like) if like is not None else as_tensor(array, name, op)
     _check_index_dtype(op, name, index.dtype, allow_bool)
     return index
 
@@ -160,7 +161,7 @@ def gather(x, index, axis=None, name=None) -> Tensor:
     [[5, 6], [1, 2]]
     """
     x = as_tensor(x, "x", "gather")
-    index = _index_tensor(index, "gather")
+    index = _index_tensor(index, "gather", like=x)
     if index.ndim == 2 and index.shape[1] == 1:  # Paddle's legacy [N, 1] index
         index = reshape(index, [index.shape[0]])
     if index.ndim > 1:
@@ -180,7 +181,7 @@ def index_select(x, index, axis=0, name=None) -> Tensor:
     [[3.0, 1.0], [6.0, 4.0]]
     """
     x = as_tensor(x, "x", "index_select")
-    index = _index_tensor(index, "index_select")
+    index = _index_tensor(index, "index_select", like=x)
     if index.ndim != 1:
         raise ShapeError(f"index_select: index must be 1-D, got shape {index.shape}")
     if x.ndim == 0:
@@ -228,7 +229,7 @@ def index_add(x, index, axis, value, name=None) -> Tensor:
     [[2.0, 2.0], [0.0, 0.0], [0.0, 0.0]]
     """
     x = as_tensor(x, "x", "index_add")
-    index = _index_tensor(index, "index_add")
+    index = _index_tensor(index, "index_add", like=x)
     value = _value_tensor(value, x, "index_add")
     if x.ndim == 0:
         raise ShapeError("index_add: x must have at least 1 dimension, got a 0-d tensor")
@@ -295,7 +296,7 @@ def gather_nd(x, index, name=None) -> Tensor:
     [3, 2]
     """
     x = as_tensor(x, "x", "gather_nd")
-    index = _index_tensor(index, "gather_nd")
+    index = _index_tensor(index, "gather_nd", like=x)
     return dispatch(gather_nd_op, (x, index), {})
 
 
@@ -336,7 +337,7 @@ def scatter_nd_add(x, index, updates, name=None) -> Tensor:
     [0.0, 2.0, 0.0]
     """
     x = as_tensor(x, "x", "scatter_nd_add")
-    index = _index_tensor(index, "scatter_nd_add")
+    index = _index_tensor(index, "scatter_nd_add", like=x)
     updates = _value_tensor(updates, x, "scatter_nd_add", "updates")
     return dispatch(scatter_nd_add_op, (x, index, updates), {})
 
@@ -349,7 +350,7 @@ def scatter_nd(index, updates, shape, name=None) -> Tensor:
     [7.0, 0.0, 5.0]
     """
     updates = as_tensor(updates, "updates", "scatter_nd")
-    index = _index_tensor(index, "scatter_nd")
+    index = _index_tensor(index, "scatter_nd", like=updates)
     if isinstance(shape, Tensor):
         shape = shape.tolist()
     shape = [int(d) for d in ([shape] if isinstance(shape, (int, np.integer)) else shape)]
@@ -418,7 +419,7 @@ def scatter(x, index, updates, overwrite=True, name=None) -> Tensor:
     [[3.0, 3.0], [6.0, 6.0], [1.0, 1.0]]
     """
     x = as_tensor(x, "x", "scatter")
-    index = _index_tensor(index, "scatter")
+    index = _index_tensor(index, "scatter", like=x)
     updates = _value_tensor(updates, x, "scatter", "updates")
     if index.ndim == 0:
         index = reshape(index, [1])
@@ -489,7 +490,7 @@ def _along_axis_broadcast_shape(arr_shape, indices_shape, axis):
 
 def _along_axis_args(op: str, arr, indices, axis):
     arr = as_tensor(arr, "arr", op)
-    indices = _index_tensor(indices, op, "indices")
+    indices = _index_tensor(indices, op, "indices", like=arr)
     if indices.ndim != arr.ndim:
         raise ShapeError(
             f"{op}: indices must have as many dimensions as arr ({arr.ndim}), got shape "
@@ -801,8 +802,9 @@ def _slice_bound(v, what: str):
     return int(v)
 
 
-def parse_index(index) -> tuple[list, list]:
-    """An index expression as (JSON-able items, index tensors), the attrs and inputs of getitem."""
+def parse_index(index, like: Tensor | None = None) -> tuple[list, list]:
+    """An index expression as (JSON-able items, index tensors), the attrs and inputs of getitem;
+    lists and arrays in it become tensors on the device of ``like``, the tensor indexed."""
     if not isinstance(index, tuple):
         index = (index,)
     items, tensors = [], []
@@ -827,7 +829,7 @@ def parse_index(index) -> tuple[list, list]:
                     v = np.asarray(v)
                 except ValueError as exc:
                     raise ArgumentError(f"getitem: cannot use {v!r} as an index: {exc}") from None
-            t = _index_tensor(v, "getitem", "index", allow_bool=True)
+            t = _index_tensor(v, "getitem", "index", allow_bool=True, like=like)
             items.append({"kind": "tensor", "input": len(tensors)})
             tensors.append(t)
         else:
@@ -1072,7 +1074,7 @@ def getitem(x, index) -> Tensor:
     [0, 0, 0, 0]
     """
     x = as_tensor(x, "x", "getitem")
-    items, tensors = parse_index(index)
+    items, tensors = parse_index(index, x)
     return dispatch(getitem_op, (x, *tensors), {"items": items})
 
 
@@ -1143,7 +1145,7 @@ def setitem(x, index, value) -> Tensor:
     [[0.0, 5.0, 0.0], [0.0, 5.0, 0.0]]
     """
     x = as_tensor(x, "x", "setitem")
-    items, tensors = parse_index(index)
+    items, tensors = parse_index(index, x)
     value = _value_tensor(value, x, "setitem")
     return dispatch(setitem_op, (x, value, *tensors), {"items": items})
 
@@ -1155,14 +1157,14 @@ masked_fill_ = _inplace(masked_fill, "masked_fill_")
 
 
 def _tensor_getitem(self, index) -> Tensor:
-    items, tensors = parse_index(index)
+    items, tensors = parse_index(index, self)
     return dispatch(getitem_op, (self, *tensors), {"items": items})
 
 
 def _tensor_setitem(self, index, value) -> None:
     """``x[index] = value`` in place, recorded on the tape as a ``setitem`` op."""
     check_target(self, "setitem")
-    items, tensors = parse_index(index)
+    items, tensors = parse_index(index, self)
     value = _value_tensor(value, self, "setitem")
     result = dispatch(setitem_op, (self, value, *tensors), {"items": items})
     apply_inplace(self, result, "setitem")

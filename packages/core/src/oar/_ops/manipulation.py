@@ -788,11 +788,12 @@ def index_put(x, indices, value, accumulate=False, name=None) -> Tensor:
     x = _tensor(x, "index_put")
     if isinstance(indices, Tensor) or not isinstance(indices, (list, tuple)):
         raise ArgumentError(f"index_put: indices must be a tuple of tensors, got {type(indices).__name__}")
-    key = tuple(I._index_tensor(t, "index_put", f"indices[{i}]", allow_bool=True) for i, t in enumerate(indices))
+    key = tuple(I._index_tensor(t, "index_put", f"indices[{i}]", allow_bool=True, like=x)
+                for i, t in enumerate(indices))
     value = I._value_tensor(value, x, "index_put")
     if not accumulate:
         return I.setitem(x, key, value)
-    items, tensors = I.parse_index(key)
+    items, tensors = I.parse_index(key, x)
     target = I.getitem(x, key).shape  # the shape value broadcasts to
     value = I._broadcast_checked("index_put", value, target, "value")
     return E.add(x, I.getitem_backward(value, tensors, items, x.shape))

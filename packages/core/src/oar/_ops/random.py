@@ -1,9 +1,11 @@
 """Random numbers: one global numpy ``Generator`` that ``oar.seed`` resets, and the random ops.
 
-Every random op draws on the host from that generator (so one ``oar.seed(n)`` makes a whole run
-reproducible, whatever the device) and the result then moves to the current device, or back
-to the device of the op's input. The ops are ``nondiff`` and ``random``; those that make a
-tensor from attributes alone are also ``creation`` ops and carry ``place="cpu"``.
+A random op draws where its result goes (the current device, or the device of the op's input)
+when that backend has a kernel for it -- oar-triton's gpu kernels use a counter-based generator
+keyed from the global one, so one ``oar.seed(n)`` still makes a whole run reproducible, though
+the gpu's numbers are not the cpu's -- and otherwise on the host, moving the result there. The
+ops are ``nondiff`` and ``random``; those that make a tensor from attributes alone are also
+``creation`` ops and carry the ``place`` they draw on.
 
 ``oar.get_rng_state()`` returns the generator's state as plain data (dicts of ints and
 strings) that ``oar.set_rng_state`` takes back, and that JSON can store.
@@ -16,6 +18,7 @@ import numpy as np
 from oar._engine import dtypes as _dt
 from oar._engine.device import current_device
 from oar._engine.op import Op
+from oar._engine.registries import KERNELS
 from oar._ops._common import Tensor, TensorMeta, as_tensor, dispatch, fmt_shape
 from oar._ops.creation import _scalar_arg, dtype_arg, shape_arg
 from oar._ops.elementwise import cast, to_device
@@ -113,9 +116,18 @@ def _on_current_device(out: Tensor) -> Tensor:
     return _moved(out, current_device())
 
 
+def _drawing_device(op: Op, dtype: _dt.DType, device: str) -> str:
+    """Where ``op`` draws a result for ``device``: there when that backend has a kernel for it, else
+    on the host."""
+    if device == "cpu" or KERNELS.lookup(op.name, device, dtype) is not None:
+        return device
+    return "cpu"
+
+
 def _draw_from(op: Op, x: Tensor, attrs: dict) -> Tensor:
-    """Run a random op with an input on the host; the result goes back to ``x``'s device."""
-    return _moved(dispatch(op, (_moved(x, "cpu"),), attrs), x._backend)
+    """Run a random op with an input on the device that draws it; the result goes to ``x``'s device."""
+    there = _drawing_device(op, x.dtype, x._backend)
+    return _moved(dispatch(op, (_moved(x, there),), attrs), x._backend)
 
 
 def _creation_meta(*, shape, dtype, **attrs) -> TensorMeta:
@@ -142,8 +154,10 @@ uniform_op = Op("uniform", reference=_uniform_kernel, meta=_creation_meta, trait
 
 
 def _uniform(shape, d: _dt.DType, low: float, high: float, seed: int, fn: str) -> Tensor:
-    attrs = {"shape": shape_arg(shape, fn), "dtype": d.name, "min": low, "max": high, "seed": seed, "place": "cpu"}
-    return _on_current_device(dispatch(uniform_op, (), attrs))
+    device = current_device()
+    attrs = {"shape": shape_arg(shape, fn), "dtype": d.name, "min": low, "max": high, "seed": seed,
+             "place": _drawing_device(uniform_op, d, device)}
+    return _moved(dispatch(uniform_op, (), attrs), device)
 
 
 def uniform(shape, dtype=None, min=-1.0, max=1.0, seed=0, name=None) -> Tensor:
@@ -186,8 +200,10 @@ gaussian_op = Op("gaussian", paddle=("normal", "randn", "standard_normal"), refe
 
 
 def _gaussian(shape, d: _dt.DType, mean: float, std: float, fn: str, device: str | None = None) -> Tensor:
-    attrs = {"shape": shape_arg(shape, fn), "dtype": d.name, "mean": mean, "std": std, "seed": 0, "place": "cpu"}
-    return _moved(dispatch(gaussian_op, (), attrs), device or current_device())
+    device = device or current_device()
+    attrs = {"shape": shape_arg(shape, fn), "dtype": d.name, "mean": mean, "std": std, "seed": 0,
+             "place": _drawing_device(gaussian_op, d, device)}
+    return _moved(dispatch(gaussian_op, (), attrs), device)
 
 
 def standard_normal(shape, dtype=None, name=None) -> Tensor:
@@ -272,8 +288,10 @@ def randint(low=0, high=None, shape=(1,), dtype=None, name=None) -> Tensor:
     info = np.iinfo(d.np)
     if low < info.min or high - 1 > info.max:
         raise ArgumentError(f"randint: [{low}, {high}) does not fit dtype {d.name}")
-    attrs = {"shape": shape_arg(shape, "randint"), "dtype": d.name, "low": low, "high": high, "place": "cpu"}
-    return _on_current_device(dispatch(randint_op, (), attrs))
+    device = current_device()
+    attrs = {"shape": shape_arg(shape, "randint"), "dtype": d.name, "low": low, "high": high,
+             "place": _drawing_device(randint_op, d, device)}
+    return _moved(dispatch(randint_op, (), attrs), device)
 
 
 # -- randperm -----------------------------------------------------------------------------------
