@@ -153,8 +153,8 @@ class ClipGradByGlobalNorm(ClipGradBase):
             return params_grads
         if self.auto_skip_clip and norm.item() <= self.clip_norm:
             return params_grads
-        limit = oar.full([], self.clip_norm, dtype=norm.dtype)
-        factor = limit / oar.maximum(norm, limit)
+        # the limit as a Python scalar follows norm to its device (oar.full would make it on the current one)
+        factor = self.clip_norm / oar.maximum(norm, self.clip_norm)
         out = []
         for p, g in params_grads:
             if g is not None and _clipped(p):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from oar.ops import Tensor
+from oar.ops import Tensor, get_backend
 
 
 class Parameter(Tensor):
@@ -42,6 +42,11 @@ class Parameter(Tensor):
         object.__setattr__(self, key, value)
         if key == "trainable":
             object.__setattr__(self, "stop_gradient", not value)
+
+    def _move_to(self, device: str) -> None:
+        """Hold this parameter's values on ``device`` instead (the same object: a layer built on the
+        cpu by its initializers ends with its parameters on the current device)."""
+        self._data, self._backend = get_backend(device).from_numpy(self.numpy()), device
 
     def __repr__(self) -> str:
         return "Parameter containing:\n" + super().__repr__()

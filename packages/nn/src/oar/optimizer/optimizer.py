@@ -49,7 +49,9 @@ def register_update_rule(optimizer_type: str, backend: str, rule: Callable) -> N
 
     The rule receives the parameter's array, the gradient's array (same dtype), the learning
     rate (a float), a dict of accumulator arrays and the optimizer's hyperparameters, and
-    updates the parameter and the accumulators in place.
+    updates the parameter and the accumulators in place. A rule with the attribute
+    ``updates_low_precision = True`` receives float16/bfloat16 parameters and gradients as they
+    are, and their float32 master weights as ``master=`` (see ``Optimizer._update_low_precision``).
     """
     UPDATE_RULES[(optimizer_type, backend)] = rule
 
@@ -287,6 +289,8 @@ class Optimizer:
     def _update(self, param: Tensor, grad: Tensor, lr: float, hyper: dict, regularizer) -> None:
         rule = update_rule(self.type, param._backend)
         low_precision = param.dtype.name in _LOW_PRECISION
+        if low_precision and getattr(rule, "updates_low_precision", False):
+            return self._update_low_precision(rule, param, grad, lr, hyper, regularizer)
         if low_precision:  # computed in float32, kept there between steps with multi_precision
             master = self._master_weights.get(id(param))
             if master is None:
@@ -303,6 +307,20 @@ class Optimizer:
             np.copyto(self._writable(param), target, casting="unsafe")
         elif low_precision:
             param._set_buffer(target.astype(param._data.dtype))
+        param._bump_version()
+
+    def _update_low_precision(self, rule, param: Tensor, grad: Tensor, lr: float, hyper: dict, regularizer) -> None:
+        """A rule marked ``updates_low_precision`` (a device's fused kernel) takes the float16/bfloat16
+        parameter and gradient as they are, and the float32 master weights as ``master=`` (None when
+        none are kept): it computes in float32 and writes the parameter (and the master weights) in
+        place, where the path above casts the gradient and the result in separate passes."""
+        master = self._master_weights.get(id(param))
+        if master is None and self._multi_precision:
+            master = Tensor._wrap(param._data.astype(np.float32), param._backend, True, None, 0, None)
+            self._master_weights[id(param)] = master
+        state = self._state_of(param, np.dtype(np.float32), hyper)
+        rule(self._writable(param), grad._data, lr, {k: t._data for k, t in state.items()},
+             master=None if master is None else master._data, **self._rule_args(param, hyper, regularizer))
         param._bump_version()
 
     @staticmethod

@@ -59,6 +59,6 @@ def antialias_resize(x: Tensor, axes, out_sizes, scales, mode: str, align_corner
     for axis, n_out, scale in zip(axes, out_sizes, scales):
         weights = antialias_weights(mode, out.shape[axis], n_out, scale, align_corners)
         perm = [d for d in range(x.ndim) if d != axis] + [axis]
-        moved = oar.matmul(oar.transpose(out, perm), oar.to_tensor(weights.T.astype(x.dtype.name)))
+        moved = oar.matmul(oar.transpose(out, perm), oar.to_tensor(weights.T.astype(x.dtype.name), place=x.place))
         out = oar.transpose(moved, list(np.argsort(perm)))
     return out

@@ -34,21 +34,21 @@ def attend(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None, is_causa
         else:
             scores = scores + (mask if mask.dtype is scores.dtype else mask.astype(scores.dtype))
     if is_causal:
-        scores = oar.masked_fill(scores, causal_block(scores.shape[-2], scores.shape[-1]), float("-inf"))
+        scores = oar.masked_fill(scores, causal_block(scores.shape[-2], scores.shape[-1], scores.place), float("-inf"))
     weights = softmax(scores, axis=-1)
     if dropout_p > 0.0 and training:
         weights = dropout(weights, dropout_p, training=True, mode="upscale_in_train")
     return oar.matmul(weights, v), weights
 
 
-def causal_block(len_q: int, len_k: int) -> Tensor:
+def causal_block(len_q: int, len_k: int, place=None) -> Tensor:
     """The bool ``[len_q, len_k]`` mask of the keys a causal query may NOT see: query ``i`` sees
     keys ``0..i``.
 
     Aligned to the top left, as PyTorch's SDPA and Paddle's flash-attention fork (which took
     flash-attention's bottom-right alignment for ``len_q != len_k`` in and reverted it).
     """
-    return oar.to_tensor(np.triu(np.ones((len_q, len_k), dtype=bool), k=1))
+    return oar.to_tensor(np.triu(np.ones((len_q, len_k), dtype=bool), k=1), place=place)
 
 
 def _check_qkv(query: Tensor, key: Tensor, value: Tensor, enable_gqa: bool = False) -> None:
@@ -127,7 +127,7 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
     q, k, v = (oar.transpose(t, perm) for t in (query, key, value))
     mask = None
     if attn_mask is not None:
-        mask = attn_mask if isinstance(attn_mask, Tensor) else oar.to_tensor(attn_mask)
+        mask = attn_mask if isinstance(attn_mask, Tensor) else oar.to_tensor(attn_mask, place=query.place)
         if not (mask.dtype.is_bool or mask.dtype.is_floating):
             raise DTypeError(f"scaled_dot_product_attention: attn_mask must be bool (True = attend) or a "
                              f"float mask added to the scores, got {mask.dtype.name}")
@@ -232,14 +232,14 @@ def flash_attn_varlen_qkvpacked(qkv, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, m
     pieces, covered = [], 0
     for q0, lq, k0, lk in zip(q_rows.tolist(), q_lens.tolist(), k_rows.tolist(), k_lens.tolist()):
         if q0 > covered:
-            pieces.append(oar.zeros([q0 - covered] + query.shape[1:], dtype=query.dtype))
+            pieces.append(oar.zeros([q0 - covered] + query.shape[1:], dtype=query.dtype, device=query.place))
         q, k, v = (oar.transpose(t[a:a + n], [1, 0, 2]) for t, a, n in ((query, q0, lq), (key, k0, lk),
                                                                        (value, k0, lk)))
         out, _ = attend(q, k, v, is_causal=causal, dropout_p=dropout, training=training)
         pieces.append(oar.transpose(out, [1, 0, 2]))
         covered = q0 + lq
     if covered < query.shape[0]:
-        pieces.append(oar.zeros([query.shape[0] - covered] + query.shape[1:], dtype=query.dtype))
+        pieces.append(oar.zeros([query.shape[0] - covered] + query.shape[1:], dtype=query.dtype, device=query.place))
     return oar.concat(pieces, axis=0), None
 
 

@@ -194,7 +194,7 @@ def _probability(fn: str, p, name: str = "p") -> float:
 
 def _keep_mask(x: Tensor, shape, keep: float) -> Tensor:
     """1 where an element is kept (probability ``keep``), else 0, in ``x``'s dtype."""
-    return oar.bernoulli(oar.full(shape, keep, dtype=x.dtype))
+    return oar.bernoulli(oar.full(shape, keep, dtype=x.dtype, device=x.place))
 
 
 def dropout(x, p: float = 0.5, axis=None, training: bool = True, inplace: bool = False, mode: str = "upscale_in_train",
@@ -390,7 +390,8 @@ def embedding(x, weight, padding_idx=None, max_norm=None, norm_type: float = 2.0
             raise ArgumentError(f"{fn}: scale_grad_by_freq=True does not go with sparse=True")
         ids = x.numpy().astype(np.int64)
         _, index, counts = np.unique(ids, return_inverse=True, return_counts=True)
-        inverse_count = oar.to_tensor((1.0 / counts[index.reshape(ids.shape)])[..., None].astype(weight.dtype.name))
+        inverse_count = oar.to_tensor((1.0 / counts[index.reshape(ids.shape)])[..., None].astype(weight.dtype.name),
+                                      place=weight.place)
         # the same values (out - out.detach() is 0), each position's gradient scaled by 1 / count
         out = out.detach() + (out - out.detach()) * inverse_count
     return out

@@ -36,7 +36,7 @@ def sequence_mask(x, maxlen=None, dtype="int64", name=None) -> Tensor:
     maxlen = int(maxlen)
     if maxlen < 0:
         raise ArgumentError(f"{fn}: maxlen must be non-negative, got {maxlen}")
-    steps = oar.arange(maxlen, dtype=x.dtype)
+    steps = oar.arange(maxlen, dtype=x.dtype, device=x.place)
     return oar.cast(oar.less_than(steps, oar.unsqueeze(x, -1)), dtype)
 
 

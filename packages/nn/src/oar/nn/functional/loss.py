@@ -149,7 +149,7 @@ def _one_hot_along(label: Tensor, num_classes: int, axis: int, ignore_index: int
     """The one-hot of ``label`` (size 1 at ``axis``) along ``axis``; all zeros where ignored."""
     shape = [1] * label.ndim
     shape[axis] = num_classes
-    classes = oar.reshape(oar.arange(num_classes, dtype=label.dtype), shape)
+    classes = oar.reshape(oar.arange(num_classes, dtype=label.dtype, device=label.place), shape)
     hit = oar.equal(label, classes)
     if 0 <= ignore_index < num_classes:  # otherwise an ignored label matches no class anyway
         hit = oar.logical_and(hit, oar.not_equal(label, ignore_index))

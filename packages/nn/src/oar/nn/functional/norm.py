@@ -260,7 +260,7 @@ def _normalized_shape(fn: str, normalized_shape, x: Tensor) -> list[int]:
 def _affine_param(fn: str, name: str, p, size: int, like: Tensor, fill: float) -> Tensor:
     """A weight or bias of ``size`` elements in ``like``'s dtype; None becomes a constant ``fill``."""
     if p is None:
-        return oar.full([size], fill, dtype=like.dtype)
+        return oar.full([size], fill, dtype=like.dtype, device=like.place)
     p = as_tensor(p, name, fn)
     if p.size != size:
         raise ShapeError(f"{fn}: {name} has shape {p.shape} ({p.size} elements), expected {size} elements")
@@ -481,7 +481,7 @@ def batch_norm(x, running_mean, running_var, weight=None, bias=None, training: b
 # ------------------------------------------------------------------------------------------
 def _plain_layer_norm(x: Tensor, begin_norm_axis: int, epsilon: float) -> Tensor:
     cols = int(np.prod(x.shape[begin_norm_axis:]))
-    ones, zeros = oar.ones([cols], dtype=x.dtype), oar.zeros([cols], dtype=x.dtype)
+    ones, zeros = oar.ones([cols], dtype=x.dtype, device=x.place), oar.zeros([cols], dtype=x.dtype, device=x.place)
     return dispatch(layer_norm_op, (x, ones, zeros), {"begin_norm_axis": begin_norm_axis, "epsilon": float(epsilon)})[0]
 
 

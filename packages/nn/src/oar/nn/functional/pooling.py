@@ -589,7 +589,7 @@ def _lp_pool_nd(fn, nd, x, norm_type, kernel_size, stride, padding, ceil_mode, d
         out_sizes = mean.shape[2:]
         counts = _window_counts(x.shape[2:], attrs["kernel_size"], attrs["stride"], attrs["padding"], out_sizes,
                                 True, np.float64)
-        out = (mean * oar.to_tensor(counts, dtype=x.dtype)) ** (1.0 / float(norm_type))
+        out = (mean * oar.to_tensor(counts, dtype=x.dtype, place=x.place)) ** (1.0 / float(norm_type))
     return to_channel_last(out, nd) if last else out
 
 
@@ -650,7 +650,7 @@ def _max_unpool_nd(fn, nd, x, indices, kernel_size, stride, padding, data_format
         raise ArgumentError(f"{fn}: indices must lie in [0, {positions}) for the output size {sizes}")
     planes = x.shape[:2]
     flat = reshape(x, [*planes, int(np.prod(x.shape[2:]))])
-    canvas = oar.zeros([*planes, positions], dtype=x.dtype)
+    canvas = oar.zeros([*planes, positions], dtype=x.dtype, device=x.place)
     # assign, not add: a position two windows chose keeps one value, as Paddle's kernel does
     out = oar.put_along_axis(canvas, reshape(indices, flat.shape).astype("int64"), flat, 2, reduce="assign")
     return reshape(out, [*planes, *sizes])
@@ -736,7 +736,7 @@ def _fractional_max_pool_nd(fn, nd, x, output_size, kernel_size, random_u, retur
         start, end = fractional_bounds(size, o, k, random_u)
         width = int((end - start).max())
         index = np.minimum(start[:, None] + np.arange(width), end[:, None] - 1)  # [o, width]
-        windows = oar.index_select(windows, oar.to_tensor(index.reshape(-1)), axis=2 + 2 * i)
+        windows = oar.index_select(windows, oar.to_tensor(index.reshape(-1), place=x.place), axis=2 + 2 * i)
         windows = reshape(windows, [*windows.shape[:2 + 2 * i], o, width, *windows.shape[3 + 2 * i:]])
         shape = [1] * (2 * nd)
         shape[2 * i], shape[2 * i + 1] = o, width
@@ -750,7 +750,7 @@ def _fractional_max_pool_nd(fn, nd, x, output_size, kernel_size, random_u, retur
     if not return_mask:
         return pooled
     table = positions.transpose(window_last).reshape([1, 1, *out, -1])
-    table = oar.to_tensor(np.broadcast_to(table, [*x.shape[:2], *table.shape[2:]]).astype(np.int32))
+    table = oar.to_tensor(np.broadcast_to(table, [*x.shape[:2], *table.shape[2:]]).astype(np.int32), place=x.place)
     return pooled, take_along_axis(table, best, axis=-1).squeeze(-1)
 
 

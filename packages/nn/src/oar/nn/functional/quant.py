@@ -152,7 +152,7 @@ def _checked(op: Op, inputs: tuple, attrs: dict):
 
 def _qparams(fn: str, x: Tensor, scale, zero_point, axis):
     scale = as_tensor(scale)
-    zero_point = oar.zeros(scale.shape, "int8") if zero_point is None else as_tensor(zero_point)
+    zero_point = oar.zeros(scale.shape, "int8", device=scale.place) if zero_point is None else as_tensor(zero_point)
     if zero_point.dtype is not oar.int8:
         zero_point = zero_point.astype("int8")
     if scale.ndim == 0:
@@ -429,7 +429,7 @@ quantized_conv2d_op = Op("quantized_conv2d", paddle=(), reference=_quantized_con
 
 def _quantized_inputs(x, x_scale, x_zero_point, weight, weight_scale, weight_zero_point, bias) -> tuple:
     def zeros_for(scale):
-        return oar.zeros(as_tensor(scale).shape, "int8")
+        return oar.zeros_like(as_tensor(scale), dtype="int8")  # on the scale's device
 
     inputs = (as_tensor(x), as_tensor(x_scale),
               zeros_for(x_scale) if x_zero_point is None else as_tensor(x_zero_point), as_tensor(weight),

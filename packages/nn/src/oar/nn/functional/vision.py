@@ -139,7 +139,7 @@ def affine_grid(theta, out_shape, align_corners: bool = True, name=None) -> Tens
     axes = [_base_coordinates(size, bool(align_corners)) for size in reversed(shape[2:])]
     mesh = np.meshgrid(*axes, indexing="ij")  # indexed (x, y[, z])
     points = np.stack([m.transpose(*reversed(range(nd))).reshape(-1) for m in mesh] + [np.ones(mesh[0].size)], -1)
-    base = oar.to_tensor(points, dtype=theta.dtype)
+    base = oar.to_tensor(points, dtype=theta.dtype, place=theta.place)
     grid = oar.matmul(base, oar.transpose(theta, [0, 2, 1]))  # [N, prod(spatial), nd]
     return reshape_to(grid, [shape[0], *shape[2:], nd])
 
@@ -249,7 +249,7 @@ def temporal_shift(x, seg_num: int, shift_ratio: float = 0.25, name=None, data_f
     frames = oar.reshape(channel_first, [-1, seg_num, *channel_first.shape[1:]])  # [N, T, C, H, W]
     channels = frames.shape[2]
     back, forward = int(channels * shift_ratio), int(channels * 2 * shift_ratio)
-    zeros = oar.zeros([frames.shape[0], 1, *frames.shape[2:]], dtype=x.dtype)
+    zeros = oar.zeros([frames.shape[0], 1, *frames.shape[2:]], dtype=x.dtype, device=x.place)
     from_previous = oar.concat([zeros, frames[:, :-1]], axis=1)[:, :, :back]
     from_next = oar.concat([frames[:, 1:], zeros], axis=1)[:, :, back:forward]
     out = oar.reshape(oar.concat([from_previous, from_next, frames[:, :, forward:]], axis=2), [-1, *frames.shape[2:]])

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from oar.device import get_device
 from oar.errors import ArgumentError, ShapeError
 from oar.nn.initializer import global_initializer, set_global_initializer  # noqa: F401 - also importable here
 from oar.nn.param_attr import ParamAttr
@@ -273,6 +274,9 @@ class Layer:
         if initializer is None:
             initializer = Constant(0.0) if is_bias else XavierUniform()
         initializer(param)
+        device = get_device()
+        if device != "cpu":  # as Paddle's, a layer made under oar.set_device("gpu") has its parameters there
+            param._move_to(device)
         return param
 
     # -- traversal ----------------------------------------------------------------------------
