@@ -43,7 +43,7 @@ from oar._engine.eager import resolve_kernel
 from oar._engine.inplace import apply_inplace
 from oar._engine.memory import allocation_error
 from oar._engine.op import TensorMeta
-from oar._engine.registries import OPS
+from oar._engine.registries import BACKENDS, OPS
 from oar._engine.tensor import Tensor
 from oar._engine.threads import num_threads, run_in_parts
 from oar._graph.program import OpNode, Program, ValueRef, iter_refs, map_refs
@@ -106,8 +106,14 @@ def _tensors_of(structure) -> list:
     return []
 
 
-def _as_array(out):
-    return out if type(out) is np.ndarray else np.asarray(out)
+def _result_of(backend: str):
+    """How a kernel's result is kept: a numpy scalar as an array on the cpu; another backend's
+    buffers as they are."""
+    return np.asarray if backend == "cpu" else _same
+
+
+def _same(out):
+    return out
 
 
 def _flatten_batch(kernel, attrs: dict, rank: int):
@@ -150,10 +156,10 @@ def _spreads_batch(kernel) -> bool:
     return bool(getattr(kernel, "batch_parallel", False))
 
 
-def _bound_step(kernel, ins, out, attrs, dead):
+def _bound_step(kernel, ins, out, attrs, dead, asarray):
     """``run(env)`` for a step of one to three inputs and one output. The result is a local of
     ``run``, gone when it returns: a later step's buffer reuse sees exact reference counts."""
-    ndarray, asarray = np.ndarray, np.asarray
+    ndarray = np.ndarray
     if len(ins) == 1:
         (a,) = ins
 
@@ -216,7 +222,10 @@ class Executor:
         self.ops = [OPS.get(n.op) for n in program.nodes]
         self.feed_slots = [self.slot[v] for v in program.feeds]
         self.param_slots = [(self.slot[vid], program.param_tensors[name]) for name, vid in program.params.items()]
-        self.const_slots = [(self.slot[vid], program.constant_data[name]) for name, vid in program.constants.items()]
+        # a program's constants are numpy data; on another backend they are uploaded once
+        upload = (lambda a: a) if backend == "cpu" else BACKENDS.get(backend).from_numpy
+        self.const_slots = [(self.slot[vid], upload(program.constant_data[name]))
+                            for name, vid in program.constants.items()]
         kept = {self.slot[v] for v in program.output_ids()}
         self.kept = kept
 
@@ -317,7 +326,7 @@ class Executor:
             if inplace or type(out) is not int or not 1 <= len(ins) <= 3:
                 runs.append(self._general_step(step))
             else:
-                runs.append(_bound_step(kernel, ins, out, attrs, dead))
+                runs.append(_bound_step(kernel, ins, out, attrs, dead, _result_of(self.backend)))
         return tuple(runs), tuple(step[-1] for step in steps)
 
     def _prepare(self) -> None:
@@ -506,10 +515,10 @@ class Executor:
             for fn in list(_observers):
                 fn(self.program, node, outputs)
 
-    @staticmethod
-    def _general_step(step):
+    def _general_step(self, step):
         """A step that may reuse its first input's buffer, has several outputs or many inputs."""
         kernel, ins, out, attrs, dead, inplace, _ = step
+        asarray = _result_of(self.backend)
 
         def run(env: list) -> None:
             if inplace:
@@ -527,10 +536,10 @@ class Executor:
                 del a
             result = kernel(*[env[j] for j in ins], **attrs)
             if type(out) is int:
-                env[out] = result if type(result) is np.ndarray else np.asarray(result)
+                env[out] = result if type(result) is np.ndarray else asarray(result)
             else:
                 for s, r in zip(out, result):
-                    env[s] = r if type(r) is np.ndarray else np.asarray(r)
+                    env[s] = r if type(r) is np.ndarray else asarray(r)
             result = r = None  # the slots hold them now: a buffer's reference count must be exact
             for s in dead:
                 env[s] = None
