@@ -148,7 +148,7 @@ def test_resume_continues_the_same_trajectory(oar_run, tmp_path):
     ("strategy=ddp", "Could not find 'strategy/ddp'", 1) if DISTRIBUTED_INSTALLED else
     ("strategy=ddp", "pip install oar-distributed", 2),
     ("trainer.resume=nowhere", "has no checkpoints/latest.json", 2),
-    ("trainer.device=gpu", "oar-run: error: trainer.device='gpu': set_device: no backend 'gpu' is installed", 2),
+    ("trainer.device=tpu", "oar-run: error: trainer.device='tpu': set_device: no backend 'tpu' is installed", 2),
 ])
 def test_bad_configs_fail_before_any_work(oar_run, override, message, status):
     done = oar_run(*QUICK, override)
