@@ -72,6 +72,13 @@ def _window_starts(x, total, C, OD, OH, OW, sd, sh, sw, pd, ph, pw, xs_n, xs_c, 
 
 
 @triton.jit
+def _tap(plane, id_, ih, iw, live, ID, IH, IW, xs_d, xs_h, xs_w):
+    """Where the window tap at (id_, ih, iw) of ``plane`` is, and whether it lies in the input."""
+    ok = live & (id_ >= 0) & (id_ < ID) & (ih >= 0) & (ih < IH) & (iw >= 0) & (iw < IW)
+    return plane + id_ * xs_d + ih * xs_h + iw * xs_w, ok
+
+
+@triton.jit
 def _max_pool_kernel(x, out, mask_out, total, C, ID, IH, IW, OD, OH, OW, KD, KH, KW, sd, sh, sw, pd, ph, pw,
                      xs_n, xs_c, xs_d, xs_h, xs_w, WITH_MASK: tl.constexpr, ACC: tl.constexpr, BLOCK: tl.constexpr, WIDE: tl.constexpr):
     e, live, plane, d0, h0, w0 = _window_starts(x, total, C, OD, OH, OW, sd, sh, sw, pd, ph, pw, xs_n, xs_c,
@@ -83,11 +90,8 @@ def _max_pool_kernel(x, out, mask_out, total, C, ID, IH, IW, OD, OH, OW, KD, KH,
     for kd in range(0, KD):
         for kh in range(0, KH):
             for kw in range(0, KW):
-                id_ = d0 + kd
-                ih = h0 + kh
-                iw = w0 + kw
-                ok = live & (id_ >= 0) & (id_ < ID) & (ih >= 0) & (ih < IH) & (iw >= 0) & (iw < IW)
-                v = tl.load(plane + id_ * xs_d + ih * xs_h + iw * xs_w, mask=ok, other=float("-inf")).to(ACC)
+                at, ok = _tap(plane, d0 + kd, h0 + kh, w0 + kw, live, ID, IH, IW, xs_d, xs_h, xs_w)
+                v = tl.load(at, mask=ok, other=float("-inf")).to(ACC)
                 # the first maximum wins; a NaN beats everything and stays
                 better = (v > best) | ((v != v) & (best == best))
                 best = tl.where(better, v, best)
@@ -135,11 +139,8 @@ def _avg_pool_kernel(x, out, total, C, ID, IH, IW, OD, OH, OW, KD, KH, KW, sd, s
     for kd in range(0, KD):
         for kh in range(0, KH):
             for kw in range(0, KW):
-                id_ = d0 + kd
-                ih = h0 + kh
-                iw = w0 + kw
-                ok = live & (id_ >= 0) & (id_ < ID) & (ih >= 0) & (ih < IH) & (iw >= 0) & (iw < IW)
-                acc += tl.load(plane + id_ * xs_d + ih * xs_h + iw * xs_w, mask=ok, other=0.0).to(ACC)
+                at, ok = _tap(plane, d0 + kd, h0 + kh, w0 + kw, live, ID, IH, IW, xs_d, xs_h, xs_w)
+                acc += tl.load(at, mask=ok, other=0.0).to(ACC)
     count = (_window_count(d0, ID, KD, ad, EXCLUSIVE) * _window_count(h0, IH, KH, ah, EXCLUSIVE)
              * _window_count(w0, IW, KW, aw, EXCLUSIVE))
     tl.store(out + e, (acc / count.to(ACC)).to(out.dtype.element_ty), mask=live)

@@ -52,7 +52,7 @@ FEW_PROGRAMS = 32  # fewer row tiles than this leave the GPU idle: split long ro
 
 # -- kernels --------------------------------------------------------------------------------------
 @triton.jit
-def _offsets(index, inner, outer_stride, inner_stride, TWO: tl.constexpr):
+def offsets(index, inner, outer_stride, inner_stride, TWO: tl.constexpr):
     # the element offset of flat row (or column) ``index`` over one or two merged dims
     if TWO:
         return (index // inner) * outer_stride + (index % inner) * inner_stride
@@ -60,20 +60,21 @@ def _offsets(index, inner, outer_stride, inner_stride, TWO: tl.constexpr):
 
 
 @triton.jit
-def _max_nan(tile):
-    # tl.max leaves NaN's fate to the hardware: a NaN anywhere in the row makes it NaN here
-    top = tl.max(tile, axis=1)
+def _nan_if_any(tile, value):
+    # tl.max and tl.min leave NaN's fate to the hardware: a NaN anywhere in the row makes it NaN here
     if tile.dtype.is_floating():
-        top = tl.where(tl.max((tile != tile).to(tl.int32), axis=1) != 0, float("nan"), top)
-    return top
+        value = tl.where(tl.max((tile != tile).to(tl.int32), axis=1) != 0, float("nan"), value)
+    return value
+
+
+@triton.jit
+def _max_nan(tile):
+    return _nan_if_any(tile, tl.max(tile, axis=1))
 
 
 @triton.jit
 def _min_nan(tile):
-    bottom = tl.min(tile, axis=1)
-    if tile.dtype.is_floating():
-        bottom = tl.where(tl.max((tile != tile).to(tl.int32), axis=1) != 0, float("nan"), bottom)
-    return bottom
+    return _nan_if_any(tile, tl.min(tile, axis=1))
 
 
 @triton.jit
@@ -89,7 +90,7 @@ def _reduce_kernel(x, out, M, N, CHUNK, P, rin, rso, rsi, cin, cso, csi, scale,
     rows = tl.program_id(0).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
     piece = tl.program_id(1).to(tl.int64)
     rmask = rows < M
-    roff = _offsets(rows, rin, rso, rsi, ROW2)[:, None]
+    roff = offsets(rows, rin, rso, rsi, ROW2)[:, None]
     if OP == 2 or OP == 3:
         # masked lanes repeat the row's first element, the identity of max/min for any dtype
         first = tl.load(x + roff, mask=rmask[:, None]).to(ACC)
@@ -101,7 +102,7 @@ def _reduce_kernel(x, out, M, N, CHUNK, P, rin, rso, rsi, cin, cso, csi, scale,
     for start in range(0, CHUNK, BLOCK_N):
         cols = piece * CHUNK + start + tl.arange(0, BLOCK_N).to(tl.int64)
         mask = rmask[:, None] & (cols < N)[None, :]
-        v = tl.load(x + roff + _offsets(cols, cin, cso, csi, COL2)[None, :], mask=mask, other=0).to(ACC)
+        v = tl.load(x + roff + offsets(cols, cin, cso, csi, COL2)[None, :], mask=mask, other=0).to(ACC)
         if OP == 0:
             acc += v
         elif OP == 1:
@@ -136,14 +137,14 @@ def _arg_kernel(x, out, M, N, rin, rso, rsi, cin, cso, csi,
     """The column index of each row's maximum (minimum): the first NaN, else the first extreme."""
     rows = tl.program_id(0).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
     rmask = rows < M
-    roff = _offsets(rows, rin, rso, rsi, ROW2)[:, None]
+    roff = offsets(rows, rin, rso, rsi, ROW2)[:, None]
     first = tl.load(x + roff, mask=rmask[:, None]).to(ACC)
     best = tl.zeros([BLOCK_M, BLOCK_N], ACC) + first
     where = tl.zeros([BLOCK_M, BLOCK_N], tl.int64)
     for start in range(0, N, BLOCK_N):
         cols = start + tl.arange(0, BLOCK_N).to(tl.int64)
         mask = rmask[:, None] & (cols < N)[None, :]
-        v = tl.load(x + roff + _offsets(cols, cin, cso, csi, COL2)[None, :], mask=mask).to(ACC)
+        v = tl.load(x + roff + offsets(cols, cin, cso, csi, COL2)[None, :], mask=mask).to(ACC)
         # each lane sees its columns in increasing order: a strict comparison keeps the first
         if LARGEST:
             better = v > best
@@ -169,18 +170,18 @@ def _moment_kernel(x, out, M, N, rin, rso, rsi, cin, cso, csi, divisor,
     exact where a one-pass sum of squares would cancel)."""
     rows = tl.program_id(0).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
     rmask = rows < M
-    roff = _offsets(rows, rin, rso, rsi, ROW2)[:, None]
+    roff = offsets(rows, rin, rso, rsi, ROW2)[:, None]
     acc = tl.zeros([BLOCK_M, BLOCK_N], ACC)
     for start in range(0, N, BLOCK_N):
         cols = start + tl.arange(0, BLOCK_N).to(tl.int64)
         mask = rmask[:, None] & (cols < N)[None, :]
-        acc += tl.load(x + roff + _offsets(cols, cin, cso, csi, COL2)[None, :], mask=mask, other=0).to(ACC)
+        acc += tl.load(x + roff + offsets(cols, cin, cso, csi, COL2)[None, :], mask=mask, other=0).to(ACC)
     mean = tl.sum(acc, axis=1) / N
     acc = tl.zeros([BLOCK_M, BLOCK_N], ACC)
     for start in range(0, N, BLOCK_N):
         cols = start + tl.arange(0, BLOCK_N).to(tl.int64)
         mask = rmask[:, None] & (cols < N)[None, :]
-        v = tl.load(x + roff + _offsets(cols, cin, cso, csi, COL2)[None, :], mask=mask, other=0).to(ACC)
+        v = tl.load(x + roff + offsets(cols, cin, cso, csi, COL2)[None, :], mask=mask, other=0).to(ACC)
         d = tl.where(mask, v - mean[:, None], 0)
         acc += d * d
     result = tl.sum(acc, axis=1) / divisor
@@ -196,12 +197,12 @@ def _logsumexp_kernel(x, out, M, N, rin, rso, rsi, cin, cso, csi,
     """log(sum(exp(x))) of each row, shifted by the row's maximum (by 0 where that is infinite)."""
     rows = tl.program_id(0).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
     rmask = rows < M
-    roff = _offsets(rows, rin, rso, rsi, ROW2)[:, None]
+    roff = offsets(rows, rin, rso, rsi, ROW2)[:, None]
     peak = tl.full([BLOCK_M, BLOCK_N], float("-inf"), ACC)
     for start in range(0, N, BLOCK_N):
         cols = start + tl.arange(0, BLOCK_N).to(tl.int64)
         mask = rmask[:, None] & (cols < N)[None, :]
-        v = tl.load(x + roff + _offsets(cols, cin, cso, csi, COL2)[None, :], mask=mask, other=float("-inf"))
+        v = tl.load(x + roff + offsets(cols, cin, cso, csi, COL2)[None, :], mask=mask, other=float("-inf"))
         peak = tl.maximum(peak, v.to(ACC), propagate_nan=tl.PropagateNan.ALL)
     top = _max_nan(peak)
     top = tl.where((top == top) & (tl.abs(top) < float("inf")), top, 0)
@@ -209,7 +210,7 @@ def _logsumexp_kernel(x, out, M, N, rin, rso, rsi, cin, cso, csi,
     for start in range(0, N, BLOCK_N):
         cols = start + tl.arange(0, BLOCK_N).to(tl.int64)
         mask = rmask[:, None] & (cols < N)[None, :]
-        v = tl.load(x + roff + _offsets(cols, cin, cso, csi, COL2)[None, :], mask=mask, other=float("-inf"))
+        v = tl.load(x + roff + offsets(cols, cin, cso, csi, COL2)[None, :], mask=mask, other=float("-inf"))
         acc += tl.where(mask, tl.exp(v.to(ACC) - top[:, None]), 0)
     result = tl.log(tl.sum(acc, axis=1)) + top
     tl.store(out + rows, result.to(out.dtype.element_ty), mask=rmask)
@@ -223,7 +224,7 @@ def _cumsum_kernel(x, out, M, N, rin, rso, rsi, sn,
     of the blocks before; the reversed scan walks the row from its end."""
     rows = tl.program_id(0).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
     rmask = rows < M
-    roff = _offsets(rows, rin, rso, rsi, ROW2)[:, None]
+    roff = offsets(rows, rin, rso, rsi, ROW2)[:, None]
     carry = tl.zeros([BLOCK_M], ACC)
     for start in range(0, N, BLOCK_N):
         cols = start + tl.arange(0, BLOCK_N).to(tl.int64)

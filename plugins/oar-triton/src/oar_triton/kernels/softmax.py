@@ -29,7 +29,7 @@ import triton
 import triton.language as tl
 from oar_triton.array import DeviceArray
 from oar_triton.backend import contiguous, empty
-from oar_triton.kernels.reduction import Layout, aot_config, is_float, reduce_axes
+from oar_triton.kernels.reduction import Layout, aot_config, is_float, offsets, reduce_axes
 from oar_triton.launch import compute_dtype, launch
 
 from oar.errors import DTypeError, ShapeError
@@ -38,13 +38,6 @@ BLOCK = 1024  # nll_loss: labels per program
 
 
 # -- kernels --------------------------------------------------------------------------------------
-@triton.jit
-def _row_offsets(rows, rin, rso, rsi, ROW2: tl.constexpr):
-    if ROW2:
-        return (rows // rin) * rso + (rows % rin) * rsi
-    return rows * rsi
-
-
 @triton.jit
 def _row_stats(x, roff, rmask, N, sn, ACC: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
     """Each row's maximum and sum of exp(x - maximum), in one online pass."""
@@ -69,7 +62,7 @@ def _softmax_kernel(x, out, M, N, rin, rso, rsi, sn, LOG: tl.constexpr, ONE_BLOC
                     ACC: tl.constexpr, ROW2: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
     rows = tl.program_id(0).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
     rmask = rows < M
-    roff = _row_offsets(rows, rin, rso, rsi, ROW2)[:, None]
+    roff = offsets(rows, rin, rso, rsi, ROW2)[:, None]
     if ONE_BLOCK:  # the row fits one tile: read it once and keep it in registers
         cols = tl.arange(0, BLOCK_N).to(tl.int64)
         mask = rmask[:, None] & (cols < N)[None, :]
@@ -104,7 +97,7 @@ def _softmax_grad_kernel(y, g, dx, M, N, rin, rso, rsi, sn, LOG: tl.constexpr, A
     """softmax: dx = y (g - sum(g y)); log_softmax: dx = g - exp(y) sum(g)."""
     rows = tl.program_id(0).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
     rmask = rows < M
-    roff = _row_offsets(rows, rin, rso, rsi, ROW2)[:, None]
+    roff = offsets(rows, rin, rso, rsi, ROW2)[:, None]
     acc = tl.zeros([BLOCK_M, BLOCK_N], ACC)
     for start in range(0, N, BLOCK_N):
         cols = start + tl.arange(0, BLOCK_N).to(tl.int64)
@@ -136,7 +129,7 @@ def _cross_entropy_kernel(x, label, loss, prob, M, N, rin, rso, rsi, sn, ignore_
     """prob = softmax(x) (or x), loss = -log prob[label] (hard) or -sum(label * log prob) (soft)."""
     rows = tl.program_id(0).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
     rmask = rows < M
-    row_start = _row_offsets(rows, rin, rso, rsi, ROW2)
+    row_start = offsets(rows, rin, rso, rsi, ROW2)
     roff = row_start[:, None]
     if USE_SOFTMAX:
         top, total = _row_stats(x, roff, rmask, N, sn, ACC, BLOCK_M, BLOCK_N)
@@ -180,7 +173,7 @@ def _cross_entropy_grad_kernel(prob, label, g, dx, M, N, rin, rso, rsi, sn, igno
     """dx = (prob * valid - onehot(label)) * g, one pass."""
     rows = tl.program_id(0).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
     rmask = rows < M
-    roff = _row_offsets(rows, rin, rso, rsi, ROW2)[:, None]
+    roff = offsets(rows, rin, rso, rsi, ROW2)[:, None]
     target = tl.load(label + rows, mask=rmask, other=0).to(tl.int64)
     valid = target != ignore_index
     gv = tl.load(g + rows, mask=rmask, other=0).to(ACC)
