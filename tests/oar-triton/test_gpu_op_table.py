@@ -40,6 +40,15 @@ MISSING_FOR_GRADIENT: dict[str, str] = {}
 HALF_OPS = set(KERNEL_MODULES["oar_triton.kernels.elementwise"])
 
 
+def test_each_op_has_its_gpu_kernel_in_one_family():
+    # two families registering one op at one priority: the first silently wins and the other is dead code
+    families = {}
+    for module, ops in KERNEL_MODULES.items():
+        for op in ops:
+            families.setdefault(op, []).append(module)
+    assert {op: m for op, m in families.items() if len(m) > 1} == {}
+
+
 def test_every_gpu_kernel_has_op_cases():
     untested = GPU_OPS - {c.op for c in CASES} - set(TESTED_ELSEWHERE)
     assert not untested, f"gpu kernels without an op case: {sorted(untested)}"

@@ -23,7 +23,7 @@ SHAPE: dict[str, tuple[str, ...]] = {
     **{op: ALL for op in ("reshape", "flatten", "squeeze", "unsqueeze", "transpose", "broadcast_to", "slice",
                           "strided_slice", "getitem", "split", "unbind", "concat", "stack", "full_like", "tile", "flip",
                           "roll", "pad", "tril", "triu", "gather", "take_along_axis", "_take_along_axis", "setitem",
-                          "masked_select", "masked_fill", "nonzero", "gather_nd")},
+                          "masked_select", "nonzero", "gather_nd")},
     # scatters add with atomics: in float32 (half types), float64, int32 or int64
     **{op: FLOATS + ("int32", "int64") for op in ("getitem_grad", "_scatter_add_along_axis", "index_add",
                                                   "scatter_nd_add", "scatter")},

@@ -30,7 +30,7 @@ into at most ``RANK`` dims after merging the dims that step contiguously:
   deterministic: each output element visits the K sources of its line in order
   (``_put_along_kernel``, K loads per element), so repeated indices combine as numpy's, the last
   assigned winning;
-- ``one_hot`` compares each index with its class; ``masked_fill`` is the elementwise ``where``;
+- ``one_hot`` compares each index with its class (``masked_fill`` is an elementwise op, generated);
   ``full_like`` and ``pad`` fill with the value as numpy converts it to the dtype (a float travels
   as its float64 bits, as a float scalar argument would be rounded to float32).
 
@@ -60,8 +60,8 @@ import triton
 import triton.language as tl
 from oar_triton.array import DeviceArray, contiguous_strides
 from oar_triton.backend import BACKEND, contiguous, empty
-from oar_triton.kernels.elementwise import broadcast_strides, cast, merge_dims, run_elementwise, strided_copy
-from oar_triton.launch import HALF, compute_dtype, launch
+from oar_triton.kernels.elementwise import broadcast_strides, cast, merge_dims, strided_copy
+from oar_triton.launch import HALF, launch
 
 from oar.errors import ArgumentError, DTypeError, IndexOutOfRangeError, ShapeError
 from oar.ops import get_dtype
@@ -1045,12 +1045,6 @@ def masked_select(x: DeviceArray, mask: DeviceArray) -> DeviceArray:
     return _take("masked_select", xb, _plan("masked_select", shape, xb.strides, [{"kind": "tensor", "input": 0}], [mb]))
 
 
-def masked_fill(x: DeviceArray, mask: DeviceArray, value: DeviceArray) -> DeviceArray:
-    out = empty(np.broadcast_shapes(x.shape, mask.shape, value.shape), x.dtype)
-    compute = compute_dtype(x.dtype)
-    return run_elementwise("where", out, [mask, value, x], (), [tl.int1, compute, compute])
-
-
 def nonzero(x: DeviceArray) -> DeviceArray:
     flat = x.view((1,), (1,)) if x.ndim == 0 else x
     positions = _nonzero_offsets("nonzero", flat, contiguous_strides(flat.shape))  # offsets = flat indices
@@ -1167,7 +1161,6 @@ KERNELS = {
     "put_along_axis": put_along_axis,
     "setitem": setitem,
     "masked_select": masked_select,
-    "masked_fill": masked_fill,
     "nonzero": nonzero,
     "gather_nd": gather_nd,
     "scatter_nd_add": scatter_nd_add,
