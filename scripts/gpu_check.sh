@@ -20,7 +20,13 @@ command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,m
 
 unset TRITON_INTERPRET
 export OAR_TRITON_ON_GPU=1  # tests/oar-triton/conftest.py: no interpreter
+if ! "$PYTHON" -c "import sys; from oar_triton.driver import CudaDriver, get_driver; sys.exit(not isinstance(get_driver(), CudaDriver))"; then
+    echo "gpu_check.sh: no CUDA GPU is visible here: nothing to run (CI runs the interpreter suite and the sm_90 compile)" >&2
+    exit 2
+fi
 # the AOT check needs no GPU (CI runs it); everything else runs here on the device
+PARALLEL=""
+"$PYTHON" -c "import xdist" 2>/dev/null && PARALLEL="-n 4"
 timeout 360 "$PYTHON" -m pytest -q tests/oar-triton -k "not test_every_kernel_compiles" -p no:cacheprovider \
-    --durations=10 -n 4
+    --durations=10 $PARALLEL
 timeout 180 "$PYTHON" bench/gpu.py "$@"
