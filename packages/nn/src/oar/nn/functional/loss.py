@@ -886,20 +886,24 @@ def _warpctc_kernel(logits, labels, input_lengths, label_lengths, blank=0, norm_
     return (-log_likelihood).astype(logits.dtype), grad.astype(logits.dtype)
 
 
+def _check_label_args(fn: str, batch, labels: tuple, input_lengths, label_lengths) -> None:
+    """The labels ([batch, max_label_length]) and the two length vectors ([batch]) of a sequence
+    loss: integer tensors of those shapes, or a DTypeError/ShapeError naming the argument."""
+    for name, m, rank in (labels + (2,), ("input_lengths", input_lengths, 1), ("label_lengths", label_lengths, 1)):
+        if not m.dtype.is_integer:
+            raise DTypeError(f"{fn}: {name} must be an integer tensor, got {m.dtype.name}")
+        if len(m.shape) != rank or not _shapes_match(m.shape[:1], (batch,)):
+            expected = "[batch, max_label_length]" if rank == 2 else "[batch]"
+            raise ShapeError(f"{fn}: {name} must have shape {expected} with batch={batch}, got {fmt_shape(m.shape)}")
+
+
 def _warpctc_meta(logits, labels, input_lengths, label_lengths, blank=0, norm_by_times=False):
     fn = "ctc_loss"
     if len(logits.shape) != 3 or not logits.dtype.is_floating:
         raise ShapeError(f"{fn}: log_probs must be a floating [max_time, batch, classes] tensor, got "
                          f"{logits.dtype.name}{fmt_shape(logits.shape)}")
     batch = logits.shape[1]
-    for name, m, rank in (("labels", labels, 2), ("input_lengths", input_lengths, 1),
-                          ("label_lengths", label_lengths, 1)):
-        if not m.dtype.is_integer:
-            raise DTypeError(f"{fn}: {name} must be an integer tensor, got {m.dtype.name}")
-        if len(m.shape) != rank or not _shapes_match(m.shape[:1], (batch,)):
-            expected = "[batch, max_label_length]" if rank == 2 else "[batch]"
-            raise ShapeError(f"{fn}: {name} must have shape {expected} with batch={batch}, got "
-                             f"{fmt_shape(m.shape)}")
+    _check_label_args(fn, batch, ("labels", labels), input_lengths, label_lengths)
     return TensorMeta((batch,), logits.dtype), TensorMeta(logits.shape, logits.dtype)
 
 
@@ -1606,13 +1610,7 @@ def _warprnnt_meta(input, label, input_lengths, label_lengths, blank=0, fastemit
         raise ShapeError(f"{fn}: input must be a floating [batch, max_time, max_label_length + 1, classes] tensor, "
                          f"got {input.dtype.name}{fmt_shape(input.shape)}")
     batch = input.shape[0]
-    for name, m, rank in (("label", label, 2), ("input_lengths", input_lengths, 1),
-                          ("label_lengths", label_lengths, 1)):
-        if not m.dtype.is_integer:
-            raise DTypeError(f"{fn}: {name} must be an integer tensor, got {m.dtype.name}")
-        if len(m.shape) != rank or not _shapes_match(m.shape[:1], (batch,)):
-            expected = "[batch, max_label_length]" if rank == 2 else "[batch]"
-            raise ShapeError(f"{fn}: {name} must have shape {expected} with batch={batch}, got {fmt_shape(m.shape)}")
+    _check_label_args(fn, batch, ("label", label), input_lengths, label_lengths)
     return TensorMeta((batch,), input.dtype), TensorMeta(input.shape, input.dtype)
 
 
